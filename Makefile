@@ -1,0 +1,29 @@
+# Each target sets up its own virtual environment first (one consistent torch/torchvision
+# pair from the package registry, see constraints.txt).
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+SHARED_DATA := $(abspath ../shared/data)
+# Offline build machines keep MNIST beside the project; elsewhere torchvision downloads it.
+export DPZOO_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/MNIST/raw),$(SHARED_DATA),)
+
+.PHONY: demo test test-slow benchmark
+
+$(BIN)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -c "import torch, torchvision.ops; print('torch', torch.__version__, 'torchvision', torchvision.__version__)"
+	touch $@
+
+demo: $(BIN)/.installed
+	$(BIN)/dpzoo demo --out demo
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest -n 2
+
+test-slow: $(BIN)/.installed
+	$(BIN)/python -m pytest -m slow
+
+benchmark: $(BIN)/.installed
+	$(BIN)/python benchmarks/dp_step_time.py

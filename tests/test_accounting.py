@@ -1,0 +1,59 @@
+"""σ calibration and ε agree with an independent reference: Google's dp-accounting."""
+
+import math
+
+import dp_accounting
+import pytest
+from dp_accounting import pld, rdp
+
+from zoo.privacy import calibrate_noise_multiplier, epsilon_spent, max_steps_within
+from zoo.privacy.accounting import make_accountant
+
+Q, STEPS, DELTA = 0.1, 300, 1e-5
+
+
+def reference_epsilon(sigma: float, steps: int, kind: str, q: float = Q) -> float:
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps
+    )
+    accountant = rdp.RdpAccountant() if kind == "rdp" else pld.PLDAccountant(value_discretization_interval=1e-3)
+    accountant.compose(event)
+    return accountant.get_epsilon(DELTA)
+
+
+def test_paper_sigma_for_epsilon_10_is_about_9_2_under_rdp():
+    epsilon = epsilon_spent([(1.25, Q, STEPS)], DELTA, "rdp")
+    assert epsilon == pytest.approx(9.2, abs=0.05)
+    assert epsilon == pytest.approx(reference_epsilon(1.25, STEPS, "rdp"), rel=0.01)
+
+
+def test_paper_sigma_4_5_is_not_epsilon_1():
+    assert epsilon_spent([(4.5, Q, STEPS)], DELTA, "rdp") == pytest.approx(1.69, abs=0.02)
+
+
+@pytest.mark.parametrize("accountant, reference, expected_sigma", [("rdp", "rdp", 7.19), ("prv", "pld", 6.68)])
+def test_calibrated_sigma_for_epsilon_1(accountant, reference, expected_sigma):
+    sigma = calibrate_noise_multiplier(1.0, DELTA, Q, STEPS, accountant)
+    assert sigma == pytest.approx(expected_sigma, abs=0.02)
+    assert epsilon_spent([(sigma, Q, STEPS)], DELTA, accountant) <= 1.0
+    assert reference_epsilon(sigma, STEPS, reference) == pytest.approx(1.0, rel=0.03)
+
+
+def test_history_composes_like_one_long_run():
+    split = epsilon_spent([(2.0, Q, 100), (2.0, Q, 200)], DELTA, "rdp")
+    assert split == pytest.approx(epsilon_spent([(2.0, Q, 300)], DELTA, "rdp"), rel=1e-9)
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "prv"])
+def test_max_steps_within_is_the_exact_boundary(accountant):
+    steps = max_steps_within(2.0, DELTA, 3.0, Q, accountant)
+    assert epsilon_spent([(3.0, Q, steps)], DELTA, accountant) <= 2.0
+    assert epsilon_spent([(3.0, Q, steps + 1)], DELTA, accountant) > 2.0
+
+
+def test_hopeless_noise_reports_infinite_epsilon():
+    assert epsilon_spent([(1e-12, 1.0, 1)], DELTA, "prv") == math.inf
+
+
+def test_gdp_accountant_is_available():
+    assert make_accountant("gdp", [(2.0, Q, 10)]).get_epsilon(DELTA) > 0

@@ -1,0 +1,93 @@
+"""Per-example clipping really bounds each example's contribution, in every engine."""
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+from tests.toys import GradientRecorder, TinyClassifier, ToyData, tiny_trainer, toy_images
+from zoo.privacy import DPCallback
+from zoo.privacy.per_example import GhostClipping, OpacusGradSample
+
+MODES = ["ghost", "hooks", "functorch"]
+CLIP = 0.5
+
+
+def clipped_sum(dataset: TensorDataset, mode: str, clip: float = CLIP) -> list[torch.Tensor]:
+    """Σ_i clip(g_i) (+ noise of std 1e-13·C) from one full-batch DP step (q = 1) through DPCallback."""
+    torch.manual_seed(0)
+    module = TinyClassifier()
+    recorder = GradientRecorder()
+    callback = DPCallback(noise_multiplier=1e-13, max_grad_norm=clip, per_example_mode=mode, noise_seed=0)
+    tiny_trainer([callback, recorder], 1).fit(module, ToyData(dataset, sample_rate=1.0))
+    return [g * len(dataset) for g in recorder.grads[0]]  # undo the division by q·N
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_planted_example_moves_the_sum_by_at_most_C(mode):
+    base = toy_images(30)
+    planted = TensorDataset(
+        torch.cat([base.tensors[0], 1e4 * torch.randn(1, 1, 8, 8)]), torch.cat([base.tensors[1], torch.tensor([1])])
+    )
+    without, with_planted = clipped_sum(base, mode), clipped_sum(planted, mode)
+    difference = torch.sqrt(sum((a - b).square().sum() for a, b in zip(with_planted, without)))
+    assert difference <= CLIP * (1 + 1e-4)
+    assert difference > 0.9 * CLIP  # the planted example was clipped, not dropped
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_without_clipping_the_update_is_the_ordinary_mean_gradient(mode):
+    data = toy_images(25)
+    dp_sum = clipped_sum(data, mode, clip=1e6)
+    torch.manual_seed(0)
+    module = TinyClassifier()
+    x, y = data.tensors
+    nn.functional.cross_entropy(module.net(x), y).backward()
+    for dp_grad, p in zip(dp_sum, module.parameters()):
+        torch.testing.assert_close(dp_grad / len(data), p.grad, rtol=1e-4, atol=1e-6)
+
+
+class Everything(nn.Module):
+    """Layers and shapes the ghost engine must handle: strided/dilated/padded convs,
+    a convolution whose Gram path is cheaper, Linear on 2-D and on sequence inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv_strided = nn.Conv2d(2, 3, 3, stride=2, padding=1)
+        self.conv_dilated = nn.Conv2d(3, 4, 3, dilation=2, padding=2, bias=False)
+        self.conv_wide = nn.Conv2d(4, 64, 3, padding=1)  # weight larger than positions²: Gram path
+        self.sequence = nn.Linear(4, 5)
+        self.head = nn.Linear(5 * 16, 2)
+
+    def forward(self, x):
+        x = torch.relu(self.conv_strided(x))
+        x = torch.relu(self.conv_dilated(x))
+        x = self.conv_wide(x)[:, :4]  # (B, 4, 4, 4)
+        x = self.sequence(x.flatten(2).transpose(1, 2))  # (B, 16, 4) -> (B, 16, 5)
+        return self.head(x.flatten(1))
+
+
+def test_ghost_norms_and_sums_match_opacus_per_example_gradients():
+    torch.manual_seed(0)
+    model = Everything()
+    x = torch.randn(7, 2, 8, 8)
+
+    def run(engine):
+        model.zero_grad()
+        model(x).square().sum().backward()
+        norms, sums = engine.squared_norms(), engine.weighted_sum(torch.linspace(0.1, 1.0, 7))
+        engine.close()
+        return norms, sums
+
+    ghost_norms, ghost_sums = run(GhostClipping([model]))
+    opacus_norms, opacus_sums = run(OpacusGradSample([model], force_functorch=False))
+    torch.testing.assert_close(ghost_norms, opacus_norms, rtol=1e-4, atol=1e-5)
+    for a, b in zip(ghost_sums, opacus_sums):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_auto_mode_picks_ghost_when_supported_and_hooks_otherwise():
+    from zoo.privacy.per_example import create_engine
+
+    assert create_engine([nn.Linear(2, 2)], "auto").mode == "ghost"
+    assert create_engine([nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2))], "auto").mode == "hooks"

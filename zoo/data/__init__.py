@@ -1,0 +1,7 @@
+"""Data: image datamodules with Poisson-sampled private loaders, partitions, data settings."""
+
+from zoo.data.datamodule import ImageDataModule
+from zoo.data.images import DataNotFoundError, load_images
+from zoo.data.partition import class_partition, train_validation_split
+
+__all__ = ["DataNotFoundError", "ImageDataModule", "class_partition", "load_images", "train_validation_split"]

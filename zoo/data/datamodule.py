@@ -1,0 +1,89 @@
+"""LightningDataModules for private image data: Poisson train loaders, plain eval loaders."""
+
+from __future__ import annotations
+
+import pytorch_lightning as pl
+from torch.utils.data import DataLoader, TensorDataset
+
+from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.data.partition import train_validation_split
+from zoo.privacy.sampling import poisson_loader
+from zoo.privacy.validation import check_sample_rate
+
+
+class ImageDataModule(pl.LightningDataModule):
+    """MNIST or Fashion-MNIST, optionally one class only (a disjoint partition).
+
+    The training split minus ``validation_size`` held-out images is the private data,
+    served by Poisson sampling at ``sample_rate``. The validation split is carved from
+    the training data with a fixed seed (for model selection; the card says so); the
+    official test split stays untouched for evaluation.
+    """
+
+    def __init__(
+        self,
+        dataset: str = "mnist",
+        sample_rate: float = 0.1,
+        label: int | None = None,
+        validation_size: int = 10_000,
+        split_seed: int = 0,
+        sampling_seed: int | None = None,
+        eval_batch_size: int = 1000,
+    ) -> None:
+        super().__init__()
+        if dataset not in IMAGE_DATASETS:
+            raise ValueError(f"unknown image dataset {dataset!r}; known: {sorted(IMAGE_DATASETS)}")
+        if label is not None and label not in range(10):
+            raise ValueError(f"label must be a class in 0..9 or None, got {label!r}")
+        self.dataset = dataset
+        self.sample_rate = check_sample_rate(sample_rate)
+        self.label = label
+        self.validation_size = validation_size
+        self.split_seed = split_seed
+        self.sampling_seed = sampling_seed
+        self.eval_batch_size = eval_batch_size
+        self.train_set: TensorDataset | None = None
+        self.validation_set: TensorDataset | None = None
+        self.test_set: TensorDataset | None = None
+
+    @property
+    def partition_of(self) -> str | None:
+        """The whole private dataset when this module serves one class of it."""
+        return None if self.label is None else self._whole_id()
+
+    @property
+    def dataset_id(self) -> str:
+        whole = self._whole_id()
+        return whole if self.label is None else f"{whole}/class={self.label}"
+
+    def _whole_id(self) -> str:
+        return f"{self.dataset}/train[seed={self.split_seed},minus-validation={self.validation_size}]"
+
+    def prepare_data(self) -> None:
+        load_images(self.dataset, train=True)
+        load_images(self.dataset, train=False)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_set is not None:
+            return
+        images, labels = load_images(self.dataset, train=True)
+        train_idx, validation_idx = train_validation_split(len(labels), self.validation_size, self.split_seed)
+        self.validation_set = self._subset(images[validation_idx], labels[validation_idx])
+        self.train_set = self._subset(images[train_idx], labels[train_idx])
+        self.test_set = self._subset(*load_images(self.dataset, train=False))
+
+    def _subset(self, images, labels) -> TensorDataset:
+        if self.label is not None:
+            keep = labels == self.label
+            images, labels = images[keep], labels[keep]
+        return TensorDataset(images, labels)
+
+    def train_dataloader(self) -> DataLoader:
+        micro_batches = self.trainer.accumulate_grad_batches if self.trainer is not None else 1
+        return poisson_loader(self.train_set, self.sample_rate, micro_batches=micro_batches, seed=self.sampling_seed)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(self.validation_set, batch_size=self.eval_batch_size)
+
+    def test_dataloader(self) -> DataLoader:
+        return DataLoader(self.test_set, batch_size=self.eval_batch_size)

@@ -1,0 +1,26 @@
+"""Privacy machinery: the DP callback, per-example clipping, Poisson sampling, accounting, ledger."""
+
+from zoo.privacy.accounting import calibrate_noise_multiplier, epsilon_spent, max_steps_within
+from zoo.privacy.barriers import PrivacyBarrier
+from zoo.privacy.callback import DPCallback
+from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
+from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
+from zoo.privacy.release import gaussian_release
+from zoo.privacy.sampling import PoissonBatches, poisson_loader
+from zoo.privacy.sanitizer import GradientSanitizer
+
+__all__ = [
+    "DPCallback",
+    "GradientSanitizer",
+    "LedgerEntry",
+    "PoissonBatches",
+    "PrivacyBarrier",
+    "PrivacyBudgetExhausted",
+    "PrivacyConfigError",
+    "PrivacyLedger",
+    "calibrate_noise_multiplier",
+    "epsilon_spent",
+    "gaussian_release",
+    "max_steps_within",
+    "poisson_loader",
+]

@@ -1,0 +1,129 @@
+"""The privacy ledger: what was spent, by which mechanism, on which data.
+
+It travels in every Lightning checkpoint, in ``config.json`` and in the model card;
+resuming continues it and fine-tuning appends to it, so ε is never reset silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from zoo.privacy.accounting import History, epsilon_spent
+
+LEDGER_FORMAT = 1
+_VERSIONED_PACKAGES = ("dpzoo", "torch", "opacus", "pytorch-lightning")
+
+
+def library_versions() -> dict[str, str]:
+    versions = {}
+    for package in _VERSIONED_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+@dataclass
+class LedgerEntry:
+    """One private use of one dataset (a training run, a fine-tune, a one-shot release).
+
+    ``steps * calls_per_step`` subsampled-Gaussian mechanisms with noise multiplier
+    ``noise_multiplier`` and sampling rate ``sample_rate`` are composed for this entry.
+    """
+
+    mechanism: str
+    barrier: str
+    dataset_id: str
+    dataset_size: int
+    noise_multiplier: float
+    clip_norm: float
+    sample_rate: float
+    delta: float
+    accountant: str
+    steps: int = 0
+    calls_per_step: int = 1
+    target_epsilon: float | None = None
+    partition_of: str | None = None
+    per_example_gradients: str | None = None
+    note: str = ""
+    library_versions: dict[str, str] = field(default_factory=library_versions)
+    created: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat())
+
+    def history(self) -> History:
+        return [(self.noise_multiplier, self.sample_rate, self.steps * self.calls_per_step)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LedgerEntry":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown privacy ledger fields {sorted(unknown)}; was it written by a newer dpzoo?")
+        return cls(**data)
+
+
+@dataclass
+class PrivacyLedger:
+    entries: list[LedgerEntry] = field(default_factory=list)
+
+    def append(self, entry: LedgerEntry) -> LedgerEntry:
+        self.entries.append(entry)
+        return entry
+
+    def history(self, dataset_id: str) -> History:
+        """All mechanisms that touched ``dataset_id``, composed sequentially by the accountant."""
+        return [h for e in self.entries if e.dataset_id == dataset_id for h in e.history()]
+
+    def epsilon(self, dataset_id: str, delta: float | None = None, accountant: str | None = None) -> float:
+        """ε spent on ``dataset_id`` (δ and accountant default to those of its latest entry)."""
+        latest = [e for e in self.entries if e.dataset_id == dataset_id]
+        if not latest:
+            raise KeyError(f"the ledger has no entry for dataset {dataset_id!r}")
+        delta = latest[-1].delta if delta is None else delta
+        accountant = latest[-1].accountant if accountant is None else accountant
+        return epsilon_spent(self.history(dataset_id), delta, accountant)
+
+    def guarantees(self) -> dict[str, dict[str, Any]]:
+        """(ε, δ) per source dataset.
+
+        Entries on disjoint partitions of one dataset (``partition_of``) compose in
+        parallel (the maximum); whole-dataset entries compose with them by adding ε, a
+        valid upper bound. δ is the largest δ used.
+        """
+        roots: dict[str, dict[str, Any]] = {}
+        for dataset_id in dict.fromkeys(e.dataset_id for e in self.entries):
+            entries = [e for e in self.entries if e.dataset_id == dataset_id]
+            root = entries[0].partition_of or dataset_id
+            summary = roots.setdefault(root, {"whole": 0.0, "partitions": {}, "delta": 0.0, "accountants": set()})
+            eps = self.epsilon(dataset_id)
+            if entries[0].partition_of:
+                summary["partitions"][dataset_id] = eps
+            else:
+                summary["whole"] += eps
+            summary["delta"] = max(summary["delta"], *(e.delta for e in entries))
+            summary["accountants"].update(e.accountant for e in entries)
+        return {
+            root: {
+                "epsilon": s["whole"] + max(s["partitions"].values(), default=0.0),
+                "delta": s["delta"],
+                "accountants": sorted(s["accountants"]),
+                "partitions": s["partitions"],
+            }
+            for root, s in roots.items()
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": LEDGER_FORMAT, "entries": [e.to_dict() for e in self.entries]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PrivacyLedger":
+        if data.get("format") != LEDGER_FORMAT:
+            raise ValueError(f"unsupported privacy ledger format {data.get('format')!r} (expected {LEDGER_FORMAT})")
+        return cls([LedgerEntry.from_dict(e) for e in data["entries"]])

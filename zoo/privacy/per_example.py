@@ -1,0 +1,268 @@
+"""Per-example gradient engines: what clipping needs from a backward pass.
+
+Every engine captures, during an ordinary backward pass, enough to give for each example
+i of the batch the norm of its gradient contribution g_i (over all private parameters
+jointly) and the weighted sum Σ_i w_i g_i. Clipping is then ``w_i = min(1, C/‖g_i‖)``.
+
+- ``ghost``: book-keeping ghost clipping (Bu et al., 2023), implemented here for Linear
+  and Conv2d. One backward pass; Linear layers never materialise per-example gradients
+  (‖g_i‖ = ‖a_i‖·‖δ_i‖), convolutions pick the cheaper of materialising or Gram matrices.
+- ``hooks``: Opacus' GradSampleModule grad samplers, materialising ``p.grad_sample``.
+- ``functorch``: Opacus with ``force_functorch=True`` (vmap over torch.func.grad).
+- ``auto``: ``ghost`` when every parametrised layer is Linear/Conv2d, else ``hooks``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import torch
+import torch.nn.functional as F
+from opacus import GradSampleModule
+from torch import Tensor, nn
+
+from zoo.privacy.errors import PrivacyConfigError
+
+MODES = ("auto", "ghost", "hooks", "functorch")
+
+
+class PerExampleGradients(Protocol):
+    mode: str
+    params: list[nn.Parameter]
+
+    def batch_size(self) -> int | None:
+        """Rows in the captured backward pass, or None when nothing was captured."""
+
+    def squared_norms(self) -> Tensor:
+        """‖g_i‖² over all private parameters, shape (batch,)."""
+
+    def weighted_sum(self, weights: Tensor) -> list[Tensor]:
+        """Σ_i weights_i · g_i for each parameter in ``params``."""
+
+    def clear(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def create_engine(modules: Sequence[nn.Module], mode: str = "auto") -> PerExampleGradients:
+    if mode not in MODES:
+        raise PrivacyConfigError(f"per_example_mode must be one of {MODES}, got {mode!r}")
+    if mode == "auto":
+        mode = "ghost" if not GhostClipping.unsupported_layers(modules) else "hooks"
+    if mode == "ghost":
+        return GhostClipping(modules)
+    return OpacusGradSample(modules, force_functorch=mode == "functorch")
+
+
+def _trainable(module: nn.Module) -> list[nn.Parameter]:
+    return [p for p in module.parameters(recurse=False) if p.requires_grad]
+
+
+class GhostClipping:
+    """Book-keeping ghost clipping for Linear and Conv2d layers (see module docstring)."""
+
+    mode = "ghost"
+
+    def __init__(self, modules: Sequence[nn.Module]) -> None:
+        unsupported = self.unsupported_layers(modules)
+        if unsupported:
+            raise PrivacyConfigError(
+                f"per_example_mode='ghost' supports Linear and Conv2d (groups=1, numeric padding, zero "
+                f"padding mode) only; found {sorted(unsupported)}. Use per_example_mode='hooks' or 'auto'."
+            )
+        self.layers = [m for module in modules for m in module.modules() if list(m.parameters(recurse=False))]
+        self.params = [p for layer in self.layers for p in _trainable(layer)]
+        self._activations: dict[nn.Module, list[Tensor]] = {layer: [] for layer in self.layers}
+        self._backprops: dict[nn.Module, list[Tensor]] = {layer: [] for layer in self.layers}
+        self._per_example_weight_grads: dict[nn.Module, Tensor] = {}
+        self._handles = [layer.register_forward_hook(self._capture) for layer in self.layers]
+
+    @staticmethod
+    def unsupported_layers(modules: Sequence[nn.Module]) -> set[str]:
+        unsupported = set()
+        for module in modules:
+            for layer in module.modules():
+                if not list(layer.parameters(recurse=False)):
+                    continue
+                if isinstance(layer, nn.Linear):
+                    continue
+                if (
+                    type(layer) is nn.Conv2d
+                    and layer.groups == 1
+                    and not isinstance(layer.padding, str)
+                    and layer.padding_mode == "zeros"
+                ):
+                    continue
+                unsupported.add(type(layer).__name__)
+        return unsupported
+
+    def _capture(self, layer: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> None:
+        if not (torch.is_grad_enabled() and layer.training and _trainable(layer)):
+            return
+        self._activations[layer].append(inputs[0].detach())
+        output.register_hook(lambda grad: self._backprops[layer].append(grad.detach()))
+
+    def _pairs(self) -> list[tuple[nn.Module, Tensor, Tensor]]:
+        pairs = []
+        for layer in self.layers:
+            acts, grads = self._activations[layer], self._backprops[layer]
+            if not grads:
+                continue
+            if len(acts) != 1 or len(grads) != 1:
+                raise PrivacyConfigError(
+                    f"{type(layer).__name__} layer was used {len(acts)} times in one private backward pass; "
+                    "ghost clipping needs one use per step. Use per_example_mode='hooks'."
+                )
+            pairs.append((layer, acts[0], grads[0]))
+        return pairs
+
+    def batch_size(self) -> int | None:
+        pairs = self._pairs()
+        return pairs[0][1].shape[0] if pairs else None
+
+    def squared_norms(self) -> Tensor:
+        pairs = self._pairs()
+        total = torch.zeros(pairs[0][1].shape[0], device=pairs[0][1].device) if pairs else torch.zeros(0)
+        for layer, a, g in pairs:
+            if isinstance(layer, nn.Linear):
+                total = total + self._linear_norms(layer, a, g)
+            else:
+                total = total + self._conv_norms(layer, a, g)
+        return total
+
+    def weighted_sum(self, weights: Tensor) -> list[Tensor]:
+        sums: dict[nn.Parameter, Tensor] = {}
+        for layer, a, g in self._pairs():
+            if isinstance(layer, nn.Linear):
+                a, g = a.reshape(a.shape[0], -1, a.shape[-1]), g.reshape(g.shape[0], -1, g.shape[-1])
+                weight_sum = torch.einsum("b,bto,bti->oi", weights, g, a)
+                bias_sum = lambda: torch.einsum("b,bto->o", weights, g)  # noqa: E731
+            else:
+                cached = self._per_example_weight_grads.get(layer)
+                if cached is not None:
+                    weight_sum = torch.einsum("b,bok->ok", weights, cached)
+                else:
+                    weighted_g = g * weights.view(-1, 1, 1, 1)
+                    weight_sum = torch.nn.grad.conv2d_weight(
+                        a, layer.weight.shape, weighted_g, layer.stride, layer.padding, layer.dilation
+                    )
+                bias_sum = lambda: torch.einsum("b,bol->o", weights, g.flatten(2))  # noqa: E731
+            if layer.weight.requires_grad:
+                sums[layer.weight] = weight_sum.reshape(layer.weight.shape)
+            if layer.bias is not None and layer.bias.requires_grad:
+                sums[layer.bias] = bias_sum()
+        return [sums.get(p, torch.zeros_like(p)) for p in self.params]
+
+    def _linear_norms(self, layer: nn.Linear, a: Tensor, g: Tensor) -> Tensor:
+        a, g = a.reshape(a.shape[0], -1, a.shape[-1]), g.reshape(g.shape[0], -1, g.shape[-1])
+        norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
+        if layer.weight.requires_grad:
+            if a.shape[1] == 1:
+                norms = norms + a.square().sum((1, 2)) * g.square().sum((1, 2))
+            elif a.shape[1] ** 2 <= a.shape[2] * g.shape[2]:
+                norms = norms + (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
+            else:
+                norms = norms + torch.einsum("bto,bti->boi", g, a).square().sum((1, 2))
+        if layer.bias is not None and layer.bias.requires_grad:
+            norms = norms + g.sum(1).square().sum(1)
+        return norms
+
+    def _conv_norms(self, layer: nn.Conv2d, a: Tensor, g: Tensor) -> Tensor:
+        norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
+        if layer.weight.requires_grad:
+            positions = g.shape[2] * g.shape[3]
+            if layer.weight.numel() <= positions**2:
+                per_example = self._per_example_conv_weight_grads(layer, a, g)
+                self._per_example_weight_grads[layer] = per_example
+                norms = norms + per_example.square().sum((1, 2))
+            else:
+                unfolded, flat_g = self._unfold(layer, a), g.flatten(2)
+                gram_a = torch.bmm(unfolded.transpose(1, 2), unfolded)
+                gram_g = torch.bmm(flat_g.transpose(1, 2), flat_g)
+                norms = norms + (gram_a * gram_g).sum((1, 2))
+        if layer.bias is not None and layer.bias.requires_grad:
+            norms = norms + g.flatten(2).sum(2).square().sum(1)
+        return norms
+
+    @classmethod
+    def _per_example_conv_weight_grads(cls, layer: nn.Conv2d, a: Tensor, g: Tensor) -> Tensor:
+        """Per-example weight gradients, shape (B, out, in·kh·kw).
+
+        For stride 1 a grouped convolution of the inputs with the output gradients (one
+        group per example) is much cheaper than unfolding large feature maps.
+        """
+        if layer.stride != (1, 1):
+            return torch.bmm(g.flatten(2), cls._unfold(layer, a).transpose(1, 2))
+        batch, in_channels = a.shape[:2]
+        kernel_h, kernel_w = layer.kernel_size
+        grads = F.conv2d(
+            a.transpose(0, 1),
+            g.reshape(-1, 1, *g.shape[2:]),
+            groups=batch,
+            stride=layer.dilation,
+            padding=layer.padding,
+        )[..., :kernel_h, :kernel_w]
+        grads = grads.reshape(in_channels, batch, -1, kernel_h, kernel_w).permute(1, 2, 0, 3, 4)
+        return grads.reshape(batch, grads.shape[1], -1)
+
+    @staticmethod
+    def _unfold(layer: nn.Conv2d, a: Tensor) -> Tensor:
+        return F.unfold(a, layer.kernel_size, layer.dilation, layer.padding, layer.stride)
+
+    def clear(self) -> None:
+        for layer in self.layers:
+            self._activations[layer].clear()
+            self._backprops[layer].clear()
+        self._per_example_weight_grads.clear()
+
+    def close(self) -> None:
+        self.clear()
+        for handle in self._handles:
+            handle.remove()
+
+
+class OpacusGradSample:
+    """Opacus grad samplers (hooks, or torch.func with ``force_functorch``)."""
+
+    def __init__(self, modules: Sequence[nn.Module], force_functorch: bool) -> None:
+        self.mode = "functorch" if force_functorch else "hooks"
+        # loss_reduction="sum": the callback applies the batch scaling itself, uniformly for all engines
+        self._wrappers = [
+            GradSampleModule(m, loss_reduction="sum", force_functorch=force_functorch) for m in modules
+        ]
+        self.params = [p for m in modules for p in m.parameters() if p.requires_grad]
+
+    def _samples(self) -> list[Tensor | None]:
+        samples = []
+        for p in self.params:
+            sample = getattr(p, "grad_sample", None)
+            if isinstance(sample, list):
+                raise PrivacyConfigError(
+                    "a private layer was used in several backward passes before one private step; "
+                    "run one backward per micro-batch."
+                )
+            samples.append(sample)
+        return samples
+
+    def batch_size(self) -> int | None:
+        present = [s for s in self._samples() if s is not None]
+        return present[0].shape[0] if present else None
+
+    def squared_norms(self) -> Tensor:
+        present = [s for s in self._samples() if s is not None]
+        return sum(s.flatten(1).square().sum(1) for s in present)  # type: ignore[return-value]
+
+    def weighted_sum(self, weights: Tensor) -> list[Tensor]:
+        return [
+            torch.zeros_like(p) if s is None else torch.einsum("b,b...->...", weights, s)
+            for p, s in zip(self.params, self._samples())
+        ]
+
+    def clear(self) -> None:
+        for p in self.params:
+            p.grad_sample = None
+
+    def close(self) -> None:
+        self.clear()
+        for wrapper in self._wrappers:
+            wrapper._close()

@@ -1,0 +1,67 @@
+"""B1: release a bounded-sensitivity statistic once with the Gaussian mechanism."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from zoo.privacy.accounting import calibrate_noise_multiplier
+from zoo.privacy.barriers import PrivacyBarrier
+from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
+from zoo.privacy.validation import (
+    check_accountant,
+    check_delta,
+    check_epsilon,
+    check_exactly_one,
+    check_positive,
+    warn_if_delta_too_large,
+)
+
+
+def gaussian_release(
+    statistic: Tensor,
+    l2_sensitivity: float,
+    *,
+    delta: float,
+    dataset_id: str,
+    dataset_size: int,
+    target_epsilon: float | None = None,
+    noise_multiplier: float | None = None,
+    accountant: str = "prv",
+    ledger: PrivacyLedger | None = None,
+    generator: torch.Generator | None = None,
+    note: str = "",
+) -> tuple[Tensor, LedgerEntry]:
+    """Return ``statistic + N(0, (σ·Δ₂)²)`` and the ledger entry that accounts for it.
+
+    ``l2_sensitivity`` is the largest change of the statistic when one example is added
+    or removed; σ is calibrated from ``target_epsilon`` unless given. The entry is
+    appended to ``ledger`` when one is passed.
+    """
+    check_exactly_one(target_epsilon, noise_multiplier)
+    delta = check_delta(delta)
+    check_accountant(accountant)
+    l2_sensitivity = check_positive(l2_sensitivity, "l2_sensitivity")
+    warn_if_delta_too_large(delta, dataset_size)
+    if noise_multiplier is None:
+        sigma = calibrate_noise_multiplier(check_epsilon(target_epsilon), delta, 1.0, 1, accountant)  # type: ignore[arg-type]
+    else:
+        sigma = check_positive(noise_multiplier, "noise_multiplier")
+    noise = torch.randn(statistic.shape, generator=generator, dtype=statistic.dtype).to(statistic.device)
+    entry = LedgerEntry(
+        mechanism="gaussian",
+        barrier=PrivacyBarrier.ONE_SHOT_RELEASE.value,
+        dataset_id=dataset_id,
+        dataset_size=dataset_size,
+        noise_multiplier=sigma,
+        clip_norm=l2_sensitivity,
+        sample_rate=1.0,
+        delta=delta,
+        accountant=accountant,
+        steps=1,
+        target_epsilon=target_epsilon,
+        note=note,
+    )
+    if ledger is not None:
+        ledger.append(entry)
+    return statistic + sigma * l2_sensitivity * noise, entry
