@@ -20,6 +20,7 @@ demo: $(BIN)/.installed
 	$(BIN)/dpzoo demo --out demo
 
 test: $(BIN)/.installed
+	$(BIN)/ruff check zoo lightning_modules tests benchmarks
 	$(BIN)/python -m pytest -n 2
 
 test-slow: $(BIN)/.installed

@@ -6,7 +6,7 @@ Loss per example = ‖x − D(E(x))‖² · T² − log q(E(x)) (paper eq. 5).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytorch_lightning as pl
 import torch

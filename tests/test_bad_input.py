@@ -1,6 +1,7 @@
 """Every bad privacy setting or declaration fails early with a plain message naming the fix."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import pytorch_lightning as pl
@@ -129,3 +130,15 @@ def test_optimizer_mixing_private_and_public_parameters_is_rejected():
 
     with pytest.raises(PrivacyConfigError, match="one optimizer must hold all private parameters"):
         _fit(Mixed())
+
+
+def test_fp16_loss_scaling_is_refused():
+    gpu_trainer = SimpleNamespace(precision="16-mixed")  # CPU trainers turn fp16 into bf16 themselves
+    with pytest.raises(PrivacyConfigError, match="bf16-mixed"):
+        DPCallback(noise_multiplier=1.0).setup(gpu_trainer, TinyClassifier(), "fit")
+
+
+def test_bf16_autocast_trains():
+    callback = DPCallback(noise_multiplier=1.0, accountant="rdp")
+    tiny_trainer([callback], 2, precision="bf16-mixed").fit(TinyClassifier(lr=0.1), ToyData(toy_images(20), 0.5))
+    assert callback.entry.steps == 2

@@ -39,7 +39,9 @@ def test_resume_continues_the_spent_budget(tmp_path):
     assert saved[CHECKPOINT_KEY]["entries"][0]["steps"] == 6
 
     second = DPCallback(noise_multiplier=1.5, accountant="rdp")
-    tiny_trainer([second], max_steps=10).fit(TinyClassifier(lr=0.1), ToyData(DATA, 0.1), ckpt_path=tmp_path / "run.ckpt")
+    tiny_trainer([second], max_steps=10).fit(
+        TinyClassifier(lr=0.1), ToyData(DATA, 0.1), ckpt_path=tmp_path / "run.ckpt"
+    )
     assert len(second.ledger.entries) == 1
     assert second.entry.steps == 10
     assert second.epsilon == pytest.approx(spent(second.entry, 10))

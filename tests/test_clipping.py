@@ -13,13 +13,15 @@ MODES = ["ghost", "hooks", "functorch"]
 CLIP = 0.5
 
 
-def clipped_sum(dataset: TensorDataset, mode: str, clip: float = CLIP) -> list[torch.Tensor]:
-    """Σ_i clip(g_i) (+ noise of std 1e-13·C) from one full-batch DP step (q = 1) through DPCallback."""
+def clipped_sum(dataset: TensorDataset, mode: str, clip: float = CLIP, accumulate: int = 1) -> list[torch.Tensor]:
+    """Σ_i clip(g_i) (+ noise of std 1e-13·C) from one full-batch DP step (q = 1) through DPCallback,
+    the batch split into ``accumulate`` micro-batches."""
     torch.manual_seed(0)
     module = TinyClassifier()
     recorder = GradientRecorder()
     callback = DPCallback(noise_multiplier=1e-13, max_grad_norm=clip, per_example_mode=mode, noise_seed=0)
-    tiny_trainer([callback, recorder], 1).fit(module, ToyData(dataset, sample_rate=1.0))
+    trainer = tiny_trainer([callback, recorder], 1, accumulate_grad_batches=accumulate)
+    trainer.fit(module, ToyData(dataset, sample_rate=1.0))
     return [g * len(dataset) for g in recorder.grads[0]]  # undo the division by q·N
 
 
@@ -30,20 +32,20 @@ def test_one_planted_example_moves_the_sum_by_at_most_C(mode):
         torch.cat([base.tensors[0], 1e4 * torch.randn(1, 1, 8, 8)]), torch.cat([base.tensors[1], torch.tensor([1])])
     )
     without, with_planted = clipped_sum(base, mode), clipped_sum(planted, mode)
-    difference = torch.sqrt(sum((a - b).square().sum() for a, b in zip(with_planted, without)))
+    difference = torch.sqrt(sum((a - b).square().sum() for a, b in zip(with_planted, without, strict=True)))
     assert difference <= CLIP * (1 + 1e-4)
     assert difference > 0.9 * CLIP  # the planted example was clipped, not dropped
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_without_clipping_the_update_is_the_ordinary_mean_gradient(mode):
+@pytest.mark.parametrize("mode, accumulate", [(m, 1) for m in MODES] + [("ghost", 3)])
+def test_without_clipping_the_update_is_the_ordinary_mean_gradient(mode, accumulate):
     data = toy_images(25)
-    dp_sum = clipped_sum(data, mode, clip=1e6)
+    dp_sum = clipped_sum(data, mode, clip=1e6, accumulate=accumulate)
     torch.manual_seed(0)
     module = TinyClassifier()
     x, y = data.tensors
     nn.functional.cross_entropy(module.net(x), y).backward()
-    for dp_grad, p in zip(dp_sum, module.parameters()):
+    for dp_grad, p in zip(dp_sum, module.parameters(), strict=True):
         torch.testing.assert_close(dp_grad / len(data), p.grad, rtol=1e-4, atol=1e-6)
 
 
@@ -82,7 +84,7 @@ def test_ghost_norms_and_sums_match_opacus_per_example_gradients():
     ghost_norms, ghost_sums = run(GhostClipping([model]))
     opacus_norms, opacus_sums = run(OpacusGradSample([model], force_functorch=False))
     torch.testing.assert_close(ghost_norms, opacus_norms, rtol=1e-4, atol=1e-5)
-    for a, b in zip(ghost_sums, opacus_sums):
+    for a, b in zip(ghost_sums, opacus_sums, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 

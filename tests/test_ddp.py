@@ -16,13 +16,17 @@ def test_ddp_adds_noise_once_and_samples_disjoint_shards(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     result = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "ddp_noise_run.py"), str(tmp_path)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
 
     for step in range(3):
-        for a, b in zip(ranks[0]["grads"][step], ranks[1]["grads"][step]):
+        for a, b in zip(ranks[0]["grads"][step], ranks[1]["grads"][step], strict=True):
             assert torch.equal(a, b)  # one update, identical on every rank
     noise = torch.cat([g.flatten() for g in ranks[0]["grads"][0]])
     expected = 2.0 * 0.5 / (0.25 * 400)  # σC/(qN), N over all ranks

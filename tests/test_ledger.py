@@ -7,9 +7,17 @@ from zoo.privacy import LedgerEntry, PrivacyLedger, epsilon_spent
 
 def entry(dataset_id, steps, partition_of=None, sigma=2.0):
     return LedgerEntry(
-        mechanism="subsampled_gaussian", barrier="B4", dataset_id=dataset_id, dataset_size=100,
-        noise_multiplier=sigma, clip_norm=0.1, sample_rate=0.1, delta=1e-5, accountant="rdp",
-        steps=steps, partition_of=partition_of,
+        mechanism="subsampled_gaussian",
+        barrier="B4",
+        dataset_id=dataset_id,
+        dataset_size=100,
+        noise_multiplier=sigma,
+        clip_norm=0.1,
+        sample_rate=0.1,
+        delta=1e-5,
+        accountant="rdp",
+        steps=steps,
+        partition_of=partition_of,
     )
 
 
@@ -30,8 +38,12 @@ def test_unknown_fields_and_formats_are_refused():
 
 def test_same_dataset_composes_sequentially_partitions_in_parallel():
     ledger = PrivacyLedger(
-        [entry("all/class=0", 100, "all"), entry("all/class=1", 300, "all"), entry("all/class=1", 100, "all"),
-         entry("other", 50)]
+        [
+            entry("all/class=0", 100, "all"),
+            entry("all/class=1", 300, "all"),
+            entry("all/class=1", 100, "all"),
+            entry("other", 50),
+        ]
     )
     per_class_1 = epsilon_spent([(2.0, 0.1, 400)], 1e-5, "rdp")
     assert ledger.epsilon("all/class=1") == pytest.approx(per_class_1)

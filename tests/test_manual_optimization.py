@@ -54,15 +54,15 @@ def test_only_the_critic_is_private_and_each_critic_step_is_one_accounted_step()
     tiny_trainer([dp, recorder], max_steps=6).fit(gan, ToyData(data, rate))
 
     assert dp.entry.steps == 3 and dp.entry.barrier == "B2"  # 3 batches, 3 critic steps (6 optimizer steps)
-    assert any(not torch.equal(a, b) for a, b in zip(generator_before, gan.generator.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(generator_before, gan.generator.parameters(), strict=True))
 
     # with C = ∞ and σ ≈ 0 the private critic gradient equals the true gradient (×B/(qN)),
     # so nothing from the generator's backward pass leaked into it
     critic_grads = recorder.grads[1::2]
-    for (state, real, fake), dp_grads in zip(gan.critic_snapshots, critic_grads):
+    for (state, real, fake), dp_grads in zip(gan.critic_snapshots, critic_grads, strict=True):
         reference = ToyGAN()
         reference.critic.load_state_dict(state)
         reference.critic_loss(real, fake).backward()
         factor = 2 * len(real) / (rate * len(data))  # per-row scale of the mean loss over 2B rows, over q·N
-        for dp_grad, p in zip(dp_grads, reference.critic.parameters()):
+        for dp_grad, p in zip(dp_grads, reference.critic.parameters(), strict=True):
             torch.testing.assert_close(dp_grad, p.grad * factor, rtol=1e-4, atol=1e-6)

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from torch.utils.data import TensorDataset
 
 from tests.toys import GradientRecorder, ToyData, ZeroGradient, tiny_trainer
-from torch.utils.data import TensorDataset
 from zoo.privacy import DPCallback
 
 
@@ -22,3 +22,16 @@ def test_zero_gradient_step_carries_exactly_one_noise_draw(accumulate):
     assert abs(noise.mean()) < 0.02 * expected
     assert noise.std().item() == pytest.approx(expected, rel=0.02)
     assert not torch.equal(recorder.grads[0][0], recorder.grads[1][0])  # fresh noise every step
+
+
+def test_empty_poisson_batches_still_take_a_noise_only_accounted_step():
+    sigma, clip, rate, n = 1.0, 1.0, 1e-6, 100  # every batch empty
+    recorder = GradientRecorder()
+    callback = DPCallback(noise_multiplier=sigma, max_grad_norm=clip, accountant="rdp", dataset_id="empty")
+    trainer = tiny_trainer([callback, recorder], 3)
+    trainer.fit(ZeroGradient(), ToyData(TensorDataset(torch.randn(n, 300), torch.zeros(n)), rate))
+    assert callback.entry.steps == 3 and len(recorder.grads) == 3
+    noise = torch.cat([g.flatten() for g in recorder.grads[0]])
+    assert torch.isfinite(noise).all()
+    assert noise.std().item() == pytest.approx(sigma * clip / (rate * n), rel=0.02)
+    assert trainer.callback_metrics["epsilon"] == pytest.approx(callback.epsilon)

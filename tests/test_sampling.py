@@ -3,8 +3,7 @@
 import torch
 from torch.utils.data import TensorDataset
 
-from zoo.privacy import PoissonBatches
-from zoo.privacy import sampling
+from zoo.privacy import PoissonBatches, sampling
 
 
 def batch_sizes(batches) -> torch.Tensor:

@@ -69,8 +69,15 @@ def test_gaussian_release_noise_and_ledger_entry():
     ledger = PrivacyLedger()
     statistic = torch.zeros(20_000)
     noisy, entry = gaussian_release(
-        statistic, 0.5, target_epsilon=1.0, delta=1e-5, dataset_id="toy", dataset_size=1000,
-        accountant="rdp", ledger=ledger, generator=torch.Generator().manual_seed(0),
+        statistic,
+        0.5,
+        target_epsilon=1.0,
+        delta=1e-5,
+        dataset_id="toy",
+        dataset_size=1000,
+        accountant="rdp",
+        ledger=ledger,
+        generator=torch.Generator().manual_seed(0),
     )
     assert ledger.entries == [entry] and entry.barrier == "B1" and entry.steps == 1
     assert noisy.std().item() == pytest.approx(entry.noise_multiplier * 0.5, rel=0.02)

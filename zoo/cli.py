@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from zoo.data.images import DataNotFoundError
 from zoo.privacy.errors import PrivacyConfigError
@@ -15,10 +15,16 @@ def _demo(args: argparse.Namespace) -> int:
     from zoo.demo import run_demo
 
     result = run_demo(
-        Path(args.out), steps=args.steps, target_epsilon=args.epsilon, delta=args.delta, seed=args.seed
+        Path(args.out),
+        digit=args.digit,
+        steps=args.steps,
+        target_epsilon=args.epsilon,
+        delta=args.delta,
+        seed=args.seed,
     )
     print(
-        f"trained DP-LFlow on MNIST for {result.steps} DP-SGD steps (σ = {result.noise_multiplier:.3f}): "
+        f"trained DP-LFlow on MNIST digit {result.digit} for {result.steps} DP-SGD steps "
+        f"(σ = {result.noise_multiplier:.3f}): "
         f"(ε = {result.epsilon:.3f}, δ = {result.delta:g})-DP, PRV accountant\n"
         f"samples:        {result.samples_path}\n"
         f"privacy ledger: {result.ledger_path}"
@@ -33,9 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
-        help="train DP-LFlow privately on MNIST for a few hundred steps and write a sample grid",
+        help="train DP-LFlow privately on one MNIST digit and write a sample grid",
         description="A short private training on real MNIST (set DPZOO_DATA_DIR to a local copy offline).",
     )
+    demo.add_argument("--digit", type=int, default=3, help="the MNIST class to learn (default: 3)")
     demo.add_argument("--out", default="demo", help="output folder (default: demo)")
     demo.add_argument("--steps", type=int, default=300, help="DP-SGD steps (default: 300)")
     demo.add_argument("--epsilon", type=float, default=10.0, help="target ε (default: 10)")

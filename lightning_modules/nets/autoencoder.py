@@ -7,7 +7,7 @@ per-example gradient norm (ghost clipping).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from torch import Tensor, nn
 

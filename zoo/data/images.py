@@ -6,7 +6,6 @@ import gzip
 import shutil
 from pathlib import Path
 
-import torch
 from torch import Tensor
 from torchvision import datasets
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
 from opacus.accountants.accountant import IAccountant

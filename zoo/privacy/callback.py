@@ -80,7 +80,9 @@ class DPCallback(pl.Callback):
     ) -> None:
         check_exactly_one(target_epsilon, noise_multiplier)
         self.target_epsilon = None if target_epsilon is None else check_epsilon(target_epsilon)
-        self.noise_multiplier = None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")
+        self.noise_multiplier = (
+            None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")
+        )
         self.delta = check_delta(delta)
         self.max_grad_norm = check_positive(max_grad_norm, "max_grad_norm")
         self.accountant = check_accountant(accountant)
@@ -115,6 +117,10 @@ class DPCallback(pl.Callback):
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if stage != "fit":
             return
+        if str(trainer.precision).startswith("16"):
+            raise PrivacyConfigError(
+                "fp16 loss scaling rescales per-example gradients before clipping; use precision='bf16-mixed' or 32."
+            )
         self.barrier = declared_barrier(pl_module)
         if self.barrier == PrivacyBarrier.ONE_SHOT_RELEASE:
             raise PrivacyConfigError(
@@ -146,7 +152,12 @@ class DPCallback(pl.Callback):
         assert self.entry is not None
         self.entry.partition_of = self.entry.partition_of or getattr(trainer.datamodule, "partition_of", None)
         if self.target_epsilon is not None:
-            prior = [h for e in self.ledger.entries if e is not self.entry and e.dataset_id == dataset_id for h in e.history()]
+            prior = [
+                h
+                for e in self.ledger.entries
+                if e is not self.entry and e.dataset_id == dataset_id
+                for h in e.history()
+            ]
             self.allowed_steps = max_steps_within(
                 self.target_epsilon, self.delta, self.entry.noise_multiplier, sample_rate, self.accountant, prior
             )
@@ -274,7 +285,7 @@ class DPCallback(pl.Callback):
         if self._clipped_sums is None:
             self._clipped_sums = sums
         else:
-            self._clipped_sums = [a + b for a, b in zip(self._clipped_sums, sums)]
+            self._clipped_sums = [a + b for a, b in zip(self._clipped_sums, sums, strict=True)]
 
     def on_before_optimizer_step(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: torch.optim.Optimizer
@@ -364,7 +375,7 @@ class DPCallback(pl.Callback):
         return self.ledger.epsilon(self.entry.dataset_id, self.delta, self.accountant)
 
     @staticmethod
-    def of(trainer: pl.Trainer) -> "DPCallback":
+    def of(trainer: pl.Trainer) -> DPCallback:
         """The DPCallback attached to ``trainer``."""
         for callback in trainer.callbacks:  # type: ignore[attr-defined]
             if isinstance(callback, DPCallback):
@@ -379,5 +390,7 @@ class DPCallback(pl.Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._restored_state = state_dict
 
-    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]) -> None:
+    def on_save_checkpoint(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
         checkpoint[CHECKPOINT_KEY] = self.ledger.to_dict()

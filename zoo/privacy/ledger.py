@@ -61,7 +61,7 @@ class LedgerEntry:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "LedgerEntry":
+    def from_dict(cls, data: dict[str, Any]) -> LedgerEntry:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -123,7 +123,7 @@ class PrivacyLedger:
         return {"format": LEDGER_FORMAT, "entries": [e.to_dict() for e in self.entries]}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PrivacyLedger":
+    def from_dict(cls, data: dict[str, Any]) -> PrivacyLedger:
         if data.get("format") != LEDGER_FORMAT:
             raise ValueError(f"unsupported privacy ledger format {data.get('format')!r} (expected {LEDGER_FORMAT})")
         return cls([LedgerEntry.from_dict(e) for e in data["entries"]])

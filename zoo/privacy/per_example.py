@@ -14,7 +14,9 @@ jointly) and the weighted sum Σ_i w_i g_i. Clipping is then ``w_i = min(1, C/�
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+import math
+from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -52,6 +54,11 @@ def create_engine(modules: Sequence[nn.Module], mode: str = "auto") -> PerExampl
     if mode == "ghost":
         return GhostClipping(modules)
     return OpacusGradSample(modules, force_functorch=mode == "functorch")
+
+
+def _as_sequence(x: Tensor) -> Tensor:
+    """(B, ..., features) → (B, T, features), also for B = 0."""
+    return x.reshape(x.shape[0], math.prod(x.shape[1:-1]), x.shape[-1])
 
 
 def _trainable(module: nn.Module) -> list[nn.Parameter]:
@@ -113,7 +120,7 @@ class GhostClipping:
                     f"{type(layer).__name__} layer was used {len(acts)} times in one private backward pass; "
                     "ghost clipping needs one use per step. Use per_example_mode='hooks'."
                 )
-            pairs.append((layer, acts[0], grads[0]))
+            pairs.append((layer, acts[0].float(), grads[0].float()))  # autocast may capture bf16
         return pairs
 
     def batch_size(self) -> int | None:
@@ -134,27 +141,39 @@ class GhostClipping:
         sums: dict[nn.Parameter, Tensor] = {}
         for layer, a, g in self._pairs():
             if isinstance(layer, nn.Linear):
-                a, g = a.reshape(a.shape[0], -1, a.shape[-1]), g.reshape(g.shape[0], -1, g.shape[-1])
-                weight_sum = torch.einsum("b,bto,bti->oi", weights, g, a)
-                bias_sum = lambda: torch.einsum("b,bto->o", weights, g)  # noqa: E731
+                sums.update(self._linear_sums(layer, a, g, weights))
             else:
-                cached = self._per_example_weight_grads.get(layer)
-                if cached is not None:
-                    weight_sum = torch.einsum("b,bok->ok", weights, cached)
-                else:
-                    weighted_g = g * weights.view(-1, 1, 1, 1)
-                    weight_sum = torch.nn.grad.conv2d_weight(
-                        a, layer.weight.shape, weighted_g, layer.stride, layer.padding, layer.dilation
-                    )
-                bias_sum = lambda: torch.einsum("b,bol->o", weights, g.flatten(2))  # noqa: E731
-            if layer.weight.requires_grad:
-                sums[layer.weight] = weight_sum.reshape(layer.weight.shape)
-            if layer.bias is not None and layer.bias.requires_grad:
-                sums[layer.bias] = bias_sum()
+                sums.update(self._conv_sums(layer, a, g, weights))
         return [sums.get(p, torch.zeros_like(p)) for p in self.params]
 
+    @staticmethod
+    def _linear_sums(layer: nn.Linear, a: Tensor, g: Tensor, weights: Tensor) -> dict[nn.Parameter, Tensor]:
+        a, g = _as_sequence(a), _as_sequence(g)
+        sums = {}
+        if layer.weight.requires_grad:
+            sums[layer.weight] = torch.einsum("b,bto,bti->oi", weights, g, a)
+        if layer.bias is not None and layer.bias.requires_grad:
+            sums[layer.bias] = torch.einsum("b,bto->o", weights, g)
+        return sums
+
+    def _conv_sums(self, layer: nn.Conv2d, a: Tensor, g: Tensor, weights: Tensor) -> dict[nn.Parameter, Tensor]:
+        sums = {}
+        if layer.weight.requires_grad:
+            cached = self._per_example_weight_grads.get(layer)
+            if cached is not None:
+                weight_sum = torch.einsum("b,bok->ok", weights, cached).reshape(layer.weight.shape)
+            else:
+                weighted_g = g * weights.view(-1, 1, 1, 1)
+                weight_sum = torch.nn.grad.conv2d_weight(
+                    a, layer.weight.shape, weighted_g, layer.stride, layer.padding, layer.dilation
+                )
+            sums[layer.weight] = weight_sum
+        if layer.bias is not None and layer.bias.requires_grad:
+            sums[layer.bias] = torch.einsum("b,bol->o", weights, g.flatten(2))
+        return sums
+
     def _linear_norms(self, layer: nn.Linear, a: Tensor, g: Tensor) -> Tensor:
-        a, g = a.reshape(a.shape[0], -1, a.shape[-1]), g.reshape(g.shape[0], -1, g.shape[-1])
+        a, g = _as_sequence(a), _as_sequence(g)
         norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
         if layer.weight.requires_grad:
             if a.shape[1] == 1:
@@ -227,9 +246,7 @@ class OpacusGradSample:
     def __init__(self, modules: Sequence[nn.Module], force_functorch: bool) -> None:
         self.mode = "functorch" if force_functorch else "hooks"
         # loss_reduction="sum": the callback applies the batch scaling itself, uniformly for all engines
-        self._wrappers = [
-            GradSampleModule(m, loss_reduction="sum", force_functorch=force_functorch) for m in modules
-        ]
+        self._wrappers = [GradSampleModule(m, loss_reduction="sum", force_functorch=force_functorch) for m in modules]
         self.params = [p for m in modules for p in m.parameters() if p.requires_grad]
 
     def _samples(self) -> list[Tensor | None]:
@@ -255,7 +272,7 @@ class OpacusGradSample:
     def weighted_sum(self, weights: Tensor) -> list[Tensor]:
         return [
             torch.zeros_like(p) if s is None else torch.einsum("b,b...->...", weights, s)
-            for p, s in zip(self.params, self._samples())
+            for p, s in zip(self.params, self._samples(), strict=True)
         ]
 
     def clear(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 from opacus.validators import ModuleValidator
 from torch import nn
@@ -75,7 +75,9 @@ def check_private_modules(modules: Sequence[nn.Module], owner: str) -> None:
     (and hence no per-example clipping) exists for them.
     """
     if not modules:
-        raise PrivacyConfigError(f"{owner}.private_modules() returned no module; declare what is trained on private data.")
+        raise PrivacyConfigError(
+            f"{owner}.private_modules() returned no module; declare what is trained on private data."
+        )
     for module in modules:
         if not any(p.requires_grad for p in module.parameters()):
             raise PrivacyConfigError(
