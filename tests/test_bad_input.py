@@ -142,3 +142,9 @@ def test_bf16_autocast_trains():
     callback = DPCallback(noise_multiplier=1.0, accountant="rdp")
     tiny_trainer([callback], 2, precision="bf16-mixed").fit(TinyClassifier(lr=0.1), ToyData(toy_images(20), 0.5))
     assert callback.entry.steps == 2
+
+
+def test_target_epsilon_needs_a_bounded_run():
+    callback = DPCallback(target_epsilon=1.0)
+    with pytest.raises(PrivacyConfigError, match="unbounded run"):
+        tiny_trainer([callback], -1, max_epochs=-1).fit(TinyClassifier(), ToyData(toy_images(20), 0.5))

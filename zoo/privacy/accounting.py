@@ -81,7 +81,6 @@ def max_steps_within(
     sample_rate: float,
     accountant: str,
     prior_history: History = (),
-    calls_per_step: int = 1,
     upper: int = 1_000_000,
 ) -> int:
     """Largest number of further steps whose composed ε stays ≤ ``target_epsilon``.
@@ -94,7 +93,7 @@ def max_steps_within(
     def within(steps: int) -> bool:
         if steps == 0:
             return epsilon_spent(prior, delta, accountant) <= target_epsilon
-        history = prior + [(noise_multiplier, sample_rate, steps * calls_per_step)]
+        history = prior + [(noise_multiplier, sample_rate, steps)]
         return epsilon_spent(history, delta, accountant) <= target_epsilon
 
     if not within(0):

@@ -143,21 +143,16 @@ class DPCallback(pl.Callback):
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self.barrier == PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT:
-            dataset_size, sample_rate, calls_per_step = self._sanitizer_sampling(pl_module)
+            dataset_size, sample_rate, mechanisms_per_step = self._sanitizer_sampling(pl_module)
         else:
-            dataset_size, sample_rate, calls_per_step = self._poisson_sampling(trainer)
+            dataset_size, sample_rate, mechanisms_per_step = self._poisson_sampling(trainer)
         warn_if_delta_too_large(self.delta, dataset_size)
         dataset_id = self._dataset_id(trainer, dataset_size)
-        self._restore_or_open_entry(trainer, dataset_id, dataset_size, sample_rate, calls_per_step)
+        self._restore_or_open_entry(trainer, dataset_id, dataset_size, sample_rate, mechanisms_per_step)
         assert self.entry is not None
         self.entry.partition_of = self.entry.partition_of or getattr(trainer.datamodule, "partition_of", None)
         if self.target_epsilon is not None:
-            prior = [
-                h
-                for e in self.ledger.entries
-                if e is not self.entry and e.dataset_id == dataset_id
-                for h in e.history()
-            ]
+            prior = self.ledger.history(dataset_id, exclude=self.entry)
             self.allowed_steps = max_steps_within(
                 self.target_epsilon, self.delta, self.entry.noise_multiplier, sample_rate, self.accountant, prior
             )
@@ -214,7 +209,7 @@ class DPCallback(pl.Callback):
         return dataset_id
 
     def _restore_or_open_entry(
-        self, trainer: pl.Trainer, dataset_id: str, dataset_size: int, sample_rate: float, calls_per_step: int
+        self, trainer: pl.Trainer, dataset_id: str, dataset_size: int, sample_rate: float, mechanisms_per_step: int
     ) -> None:
         if self._restored_state is not None:
             self.ledger = PrivacyLedger.from_dict(self._restored_state["ledger"])
@@ -234,10 +229,15 @@ class DPCallback(pl.Callback):
                 if same_run:
                     self.entry = entry
                     return
-        planned = self.planned_steps or int(trainer.estimated_stepping_batches)
+        planned = self.planned_steps or trainer.estimated_stepping_batches
         if self.target_epsilon is not None:
+            if not math.isfinite(planned):
+                raise PrivacyConfigError(
+                    "cannot calibrate σ for an unbounded run: set Trainer(max_steps=...) or "
+                    "DPCallback(planned_steps=...)."
+                )
             sigma = calibrate_noise_multiplier(
-                self.target_epsilon, self.delta, sample_rate, planned * calls_per_step, self.accountant
+                self.target_epsilon, self.delta, sample_rate, planned * mechanisms_per_step, self.accountant
             )
         else:
             sigma = self.noise_multiplier
@@ -258,7 +258,7 @@ class DPCallback(pl.Callback):
                 accountant=self.accountant,
                 target_epsilon=self.target_epsilon,
                 per_example_gradients=None if self._engine is None else self._engine.mode,
-                note=f"planned {planned} steps",
+                note=f"planned {planned} steps" if math.isfinite(planned) else "",
             )
         )
 

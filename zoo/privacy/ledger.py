@@ -32,8 +32,9 @@ def library_versions() -> dict[str, str]:
 class LedgerEntry:
     """One private use of one dataset (a training run, a fine-tune, a one-shot release).
 
-    ``steps * calls_per_step`` subsampled-Gaussian mechanisms with noise multiplier
-    ``noise_multiplier`` and sampling rate ``sample_rate`` are composed for this entry.
+    ``steps`` subsampled-Gaussian mechanisms with noise multiplier ``noise_multiplier``
+    and sampling rate ``sample_rate`` are composed for this entry: DP-SGD steps (B2/B4),
+    sanitised generated samples (B3), or one release (B1, sampling rate 1).
     """
 
     mechanism: str
@@ -46,7 +47,6 @@ class LedgerEntry:
     delta: float
     accountant: str
     steps: int = 0
-    calls_per_step: int = 1
     target_epsilon: float | None = None
     partition_of: str | None = None
     per_example_gradients: str | None = None
@@ -55,7 +55,7 @@ class LedgerEntry:
     created: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat())
 
     def history(self) -> History:
-        return [(self.noise_multiplier, self.sample_rate, self.steps * self.calls_per_step)]
+        return [(self.noise_multiplier, self.sample_rate, self.steps)]
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -77,9 +77,9 @@ class PrivacyLedger:
         self.entries.append(entry)
         return entry
 
-    def history(self, dataset_id: str) -> History:
-        """All mechanisms that touched ``dataset_id``, composed sequentially by the accountant."""
-        return [h for e in self.entries if e.dataset_id == dataset_id for h in e.history()]
+    def history(self, dataset_id: str, exclude: LedgerEntry | None = None) -> History:
+        """All mechanisms that touched ``dataset_id`` (but ``exclude``), composed sequentially."""
+        return [h for e in self.entries if e.dataset_id == dataset_id and e is not exclude for h in e.history()]
 
     def epsilon(self, dataset_id: str, delta: float | None = None, accountant: str | None = None) -> float:
         """ε spent on ``dataset_id`` (δ and accountant default to those of its latest entry)."""
