@@ -8,6 +8,17 @@ from tests.toys import GradientRecorder, ToyData, tiny_trainer, toy_images
 from zoo.privacy import DPCallback
 
 
+def clone_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in module.state_dict().items()}
+
+
+def assert_dp_gradient_is_true_gradient(dp_grads, params, factor):
+    """With C = ∞ and σ ≈ 0 the private gradient is the true gradient of the mean loss
+    × B/(qN): nothing else leaked into it and nothing of it was dropped."""
+    for dp_grad, p in zip(dp_grads, params, strict=True):
+        torch.testing.assert_close(dp_grad, p.grad * factor, rtol=1e-4, atol=1e-6)
+
+
 class ToyGAN(pl.LightningModule):
     """Generator (public) and critic (private, B2). The generator steps first, so its
     backward pass runs through the critic just before the critic's private step."""
@@ -36,7 +47,7 @@ class ToyGAN(pl.LightningModule):
         generator_opt.step()
 
         fake = self.generator(torch.randn(len(real), 4)).detach()
-        self.critic_snapshots.append(({k: v.clone() for k, v in self.critic.state_dict().items()}, real, fake))
+        self.critic_snapshots.append((clone_state(self.critic), real, fake))
         critic_opt.zero_grad()
         self.manual_backward(self.critic_loss(real, fake))
         critic_opt.step()
@@ -56,13 +67,57 @@ def test_only_the_critic_is_private_and_each_critic_step_is_one_accounted_step()
     assert dp.entry.steps == 3 and dp.entry.barrier == "B2"  # 3 batches, 3 critic steps (6 optimizer steps)
     assert any(not torch.equal(a, b) for a, b in zip(generator_before, gan.generator.parameters(), strict=True))
 
-    # with C = ∞ and σ ≈ 0 the private critic gradient equals the true gradient (×B/(qN)),
-    # so nothing from the generator's backward pass leaked into it
     critic_grads = recorder.grads[1::2]
     for (state, real, fake), dp_grads in zip(gan.critic_snapshots, critic_grads, strict=True):
         reference = ToyGAN()
         reference.critic.load_state_dict(state)
         reference.critic_loss(real, fake).backward()
         factor = 2 * len(real) / (rate * len(data))  # per-row scale of the mean loss over 2B rows, over q·N
-        for dp_grad, p in zip(dp_grads, reference.critic.parameters(), strict=True):
-            torch.testing.assert_close(dp_grad, p.grad * factor, rtol=1e-4, atol=1e-6)
+        assert_dp_gradient_is_true_gradient(dp_grads, reference.critic.parameters(), factor)
+
+
+class PrivateDecoderOnly(pl.LightningModule):
+    """DP²-VAE's shape: a public encoder and a private decoder in two optimisers, one
+    backward pass for both, the encoder stepping first."""
+
+    privacy_barrier = "B4"
+
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.encoder, self.decoder = nn.Linear(64, 3), nn.Linear(3, 64)
+        self.snapshots = []
+
+    def private_modules(self):
+        return [self.decoder]
+
+    def loss(self, x):
+        return (self.decoder(self.encoder(x)) - x).square().mean()
+
+    def training_step(self, batch, batch_idx):
+        x = batch[0].flatten(1)
+        self.snapshots.append((clone_state(self.encoder), clone_state(self.decoder), x))
+        encoder_opt, decoder_opt = self.optimizers()
+        encoder_opt.zero_grad()
+        decoder_opt.zero_grad()
+        self.manual_backward(self.loss(x))
+        encoder_opt.step()
+        decoder_opt.step()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.encoder.parameters(), lr=0.1), torch.optim.SGD(self.decoder.parameters(), lr=0.1)
+
+
+def test_private_decoder_with_public_encoder_sharing_one_backward_pass():
+    vae = PrivateDecoderOnly()
+    recorder = GradientRecorder()
+    dp = DPCallback(noise_multiplier=1e-13, max_grad_norm=1e6, accountant="rdp")
+    rate, data = 0.5, toy_images(40)
+    tiny_trainer([dp, recorder], max_steps=4).fit(vae, ToyData(data, rate))
+    assert dp.entry.steps == 2
+    for (encoder_state, decoder_state, x), dp_grads in zip(vae.snapshots, recorder.grads[1::2], strict=True):
+        reference = PrivateDecoderOnly()
+        reference.decoder.load_state_dict(decoder_state)
+        reference.encoder.load_state_dict(encoder_state)
+        reference.loss(x).backward()
+        assert_dp_gradient_is_true_gradient(dp_grads, reference.decoder.parameters(), len(x) / (rate * len(data)))

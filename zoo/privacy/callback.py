@@ -266,6 +266,13 @@ class DPCallback(pl.Callback):
     def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
         self._fresh_batch = True
 
+    def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: Tensor) -> None:
+        """Private gradients were zeroed since the last backward pass: a new private step
+        begins, so earlier clipped sums (say, from a generator's pass through a critic) go."""
+        engine = self._engine
+        if engine is not None and all(p.grad is None or not p.grad.any() for p in engine.params):
+            self._clipped_sums = None
+
     def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Clip this micro-batch's per-example gradients and add them to the step's sum."""
         engine = self._engine
@@ -299,11 +306,7 @@ class DPCallback(pl.Callback):
         in_optimizer = {p for group in optimizer.param_groups for p in group["params"]}
         private = set(engine.params)
         if not in_optimizer & private:
-            # a non-private optimizer (a generator, an encoder) steps: what its backward pass
-            # left in the private layers belongs to no private step
-            engine.clear()
-            self._clipped_sums = None
-            return
+            return  # a non-private optimizer (a generator, an encoder) steps
         if not private <= in_optimizer:
             raise PrivacyConfigError(
                 "one optimizer must hold all private parameters (their per-example gradients are clipped jointly)."
