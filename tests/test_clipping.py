@@ -93,3 +93,13 @@ def test_auto_mode_picks_ghost_when_supported_and_hooks_otherwise():
 
     assert create_engine([nn.Linear(2, 2)], "auto").mode == "ghost"
     assert create_engine([nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2))], "auto").mode == "hooks"
+
+
+def test_linear_subclasses_go_to_opacus_because_their_gradients_may_differ():
+    from zoo.privacy.per_example import create_engine
+
+    class MaskedLinear(nn.Linear):
+        def forward(self, x):
+            return nn.functional.linear(x, self.weight.tril(), self.bias)
+
+    assert create_engine([MaskedLinear(3, 3)], "auto").mode == "hooks"

@@ -91,7 +91,7 @@ class GhostClipping:
             for layer in module.modules():
                 if not list(layer.parameters(recurse=False)):
                     continue
-                if isinstance(layer, nn.Linear):
+                if type(layer) is nn.Linear:  # subclasses (masked Linear, ...) may change the gradient
                     continue
                 if (
                     type(layer) is nn.Conv2d
