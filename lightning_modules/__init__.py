@@ -1,0 +1,6 @@
+"""The methods, one file each; importing this package registers them with zoo.registry."""
+
+from lightning_modules.base import DPGenerativeModel
+from lightning_modules.dp_lflow import DPLFlow
+
+__all__ = ["DPGenerativeModel", "DPLFlow"]

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
+from lightning_modules.base import DPGenerativeModel
 from lightning_modules.nets import ConvDecoder, ConvEncoder, RealNVP
 from zoo.privacy import PrivacyBarrier
+from zoo.registry import register_method
 
 
-class DPLFlow(pl.LightningModule):
+@register_method
+class DPLFlow(DPGenerativeModel):
+    method = "dp-lflow"
     privacy_barrier = PrivacyBarrier.PRIVATE_MODEL
+    released_modules = ("encoder", "decoder", "flow")
 
     def __init__(
         self,
@@ -31,7 +35,6 @@ class DPLFlow(pl.LightningModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.image_shape = tuple(image_shape)
         self.encoder = ConvEncoder(image_shape, channels, latent_dim)
         self.decoder = ConvDecoder(image_shape, list(reversed(channels)), latent_dim)
         self.flow = RealNVP(latent_dim, flow_blocks, flow_hidden)
@@ -57,9 +60,6 @@ class DPLFlow(pl.LightningModule):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
 
-    @torch.no_grad()
-    def sample(self, n: int, seed: int | None = None) -> Tensor:
-        """``n`` images in [0, 1], shape (n, C, H, W); deterministic for a given seed."""
-        generator = None if seed is None else torch.Generator().manual_seed(seed)
+    def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         z = torch.randn(n, self.hparams.latent_dim, generator=generator).to(self.device)
         return self.decoder(self.flow.inverse(z)).clamp(0, 1)

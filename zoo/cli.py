@@ -8,7 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from zoo.data.images import DataNotFoundError
+from zoo.hub import CheckpointError
 from zoo.privacy.errors import PrivacyConfigError
+from zoo.registry import UnknownModelError
+
+USER_ERRORS = (PrivacyConfigError, DataNotFoundError, CheckpointError, UnknownModelError, ValueError)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -24,11 +28,71 @@ def _demo(args: argparse.Namespace) -> int:
     )
     print(
         f"trained DP-LFlow on MNIST digit {result.digit} for {result.steps} DP-SGD steps "
-        f"(σ = {result.noise_multiplier:.3f}): "
-        f"(ε = {result.epsilon:.3f}, δ = {result.delta:g})-DP, PRV accountant\n"
+        f"(σ = {result.noise_multiplier:.3f}): (ε = {result.epsilon:.3f}, δ = {result.delta:g})-DP, PRV accountant\n"
         f"samples:        {result.samples_path}\n"
         f"privacy ledger: {result.ledger_path}"
     )
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from zoo.loading import list_models
+
+    models = list_models()
+    if not models:
+        print("no models yet: train one with `dpzoo fit --config configs/<recipe>.yaml`")
+        return 0
+    print(f"{'model id':<36}{'method':<14}{'ε':>8}{'δ':>9}  dataset")
+    for m in models:
+        print(f"{m['model_id']:<36}{m['method']:<14}{m['epsilon']:>8.3g}{m['delta']:>9.0e}  {m['dataset']}")
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from torchvision.utils import save_image
+
+    from zoo.loading import load
+
+    model = load(args.model)
+    labels = [int(v) for v in args.labels.split(",")] if args.labels else None
+    samples = model.sample(args.n, labels=labels, seed=args.seed)
+    save_image(samples, args.out, nrow=args.nrow, padding=2, pad_value=1.0)
+    print(f"wrote {args.n} samples of {args.model} to {args.out}")
+    return 0
+
+
+def _card(args: argparse.Namespace) -> int:
+    from zoo.cards import model_card
+    from zoo.hub import CARD_NAME, load_config
+
+    folder = Path(args.folder)
+    model_card(load_config(folder)).save(folder / CARD_NAME)
+    print(f"wrote {folder / CARD_NAME}")
+    return 0
+
+
+def _model_cards(args: argparse.Namespace) -> int:
+    from zoo.cards import model_cards_index
+    from zoo.registry import checkpoints_dir
+
+    target = checkpoints_dir().parent / "MODEL_CARDS.md"
+    content = model_cards_index(checkpoints_dir())
+    if args.check:
+        if not target.exists() or target.read_text() != content:
+            print(f"{target} is out of date: run `dpzoo model-cards`", file=sys.stderr)
+            return 1
+        print(f"{target} is up to date")
+        return 0
+    target.write_text(content)
+    print(f"wrote {target}")
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from zoo.hub import push_folder
+    from zoo.loading import resolve
+
+    print(push_folder(resolve(args.model), args.repo, token=args.token, private=args.private))
     return 0
 
 
@@ -37,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dpzoo", description="Differentially private generative models for PyTorch Lightning."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
     demo = commands.add_parser(
         "demo",
         help="train DP-LFlow privately on one MNIST digit and write a sample grid",
@@ -49,14 +114,56 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--delta", type=float, default=1e-5, help="δ (default: 1e-5)")
     demo.add_argument("--seed", type=int, default=0, help="seed for initialisation and sampling")
     demo.set_defaults(run=_demo)
+
+    commands.add_parser("list", help="list model ids with method, (ε, δ) and dataset").set_defaults(run=_list)
+
+    commands.add_parser(
+        "fit",
+        help="train a method from a YAML recipe (LightningCLI; `dpzoo fit --help` for its options)",
+        add_help=False,
+    )
+
+    sample = commands.add_parser("sample", help="write a sample grid from a model")
+    sample.add_argument("model", help="model id, folder, or hf-hub:org/name")
+    sample.add_argument("--n", type=int, default=64, help="number of samples (default: 64)")
+    sample.add_argument("--out", default="samples.png", help="PNG file to write (default: samples.png)")
+    sample.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    sample.add_argument("--labels", default=None, help="comma-separated class per sample (class-conditional models)")
+    sample.add_argument("--nrow", type=int, default=8, help="images per grid row (default: 8)")
+    sample.set_defaults(run=_sample)
+
+    card = commands.add_parser("card", help="regenerate a model folder's README.md card from its config.json")
+    card.add_argument("folder", help="a model folder in Hub layout")
+    card.set_defaults(run=_card)
+
+    cards = commands.add_parser("model-cards", help="regenerate MODEL_CARDS.md from checkpoints/")
+    cards.add_argument("--check", action="store_true", help="only check that MODEL_CARDS.md is up to date")
+    cards.set_defaults(run=_model_cards)
+
+    push = commands.add_parser("push", help="upload a model folder to the Hugging Face Hub")
+    push.add_argument("model", help="model id or folder")
+    push.add_argument("--repo", required=True, help="Hub repository, org/name")
+    push.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
+    push.add_argument("--private", action="store_true", help="create the repository as private")
+    push.set_defaults(run=_push)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["fit"]:
+        from zoo.fit import run_fit
+
+        try:
+            run_fit(argv[1:])
+        except USER_ERRORS as error:
+            print(f"dpzoo fit: error: {error}", file=sys.stderr)
+            return 2
+        return 0
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (PrivacyConfigError, DataNotFoundError, ValueError) as error:
+    except USER_ERRORS as error:
         print(f"dpzoo {args.command}: error: {error}", file=sys.stderr)
         return 2
 

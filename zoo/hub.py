@@ -1,0 +1,188 @@
+"""Hub layout: save_pretrained / from_pretrained / push_to_hub.
+
+One folder per model, identical on disk and on the Hugging Face Hub:
+``config.json`` (method, architecture, recipe, privacy ledger), ``model.safetensors``
+(the released modules only, weights only: nothing is ever unpickled), ``README.md``
+(the model card) and ``samples.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torchvision.utils import save_image
+
+import zoo
+from zoo.privacy import PrivacyLedger
+from zoo.registry import method_class
+
+CONFIG_FORMAT = 1
+CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, SAMPLES_NAME = "config.json", "model.safetensors", "README.md", "samples.png"
+HUB_FILES = (CONFIG_NAME, WEIGHTS_NAME, CARD_NAME, SAMPLES_NAME)
+_REQUIRED_CONFIG_KEYS = ("format", "method", "architecture", "released_modules", "privacy_ledger")
+
+
+class CheckpointError(ValueError):
+    """A model folder that cannot be loaded as it is: missing, corrupt or inconsistent."""
+
+
+def released_state_dict(model: Any) -> dict[str, torch.Tensor]:
+    """The weights of the released modules, refusing any module the guarantee does not cover."""
+    released, withheld = set(model.released_modules), set(model.never_released)
+    if released & withheld:
+        raise CheckpointError(f"{model.method} declares {sorted(released & withheld)} both released and never released")
+    withheld_params = {id(p) for name in withheld for p in getattr(model, name).parameters()}
+    state: dict[str, torch.Tensor] = {}
+    for name in model.released_modules:
+        module = getattr(model, name)
+        if any(id(p) in withheld_params for p in module.parameters()):
+            raise CheckpointError(f"released module {name!r} shares parameters with a never-released module")
+        for key, tensor in module.state_dict().items():
+            state[f"{name}.{key}"] = tensor.detach().cpu().contiguous()
+    return state
+
+
+def build_config(
+    model: Any,
+    model_id: str,
+    recipe: dict[str, Any] | None = None,
+    evaluation: dict[str, Any] | None = None,
+    weights_dtype: str = "float32",
+) -> dict[str, Any]:
+    ledger = getattr(model, "privacy_ledger", None)
+    if not isinstance(ledger, PrivacyLedger) or not ledger.entries:
+        raise CheckpointError(
+            f"{model_id}: the model has no privacy ledger; only models trained under DPCallback "
+            "(or released with gaussian_release) can be saved with a guarantee."
+        )
+    return {
+        "format": CONFIG_FORMAT,
+        "library": "dpzoo",
+        "dpzoo_version": zoo.__version__,
+        "model_id": model_id,
+        "method": model.method,
+        "architecture": _jsonable(model.architecture()),
+        "released_modules": list(model.released_modules),
+        "weights_dtype": weights_dtype,
+        "recipe": recipe,
+        "evaluation": evaluation,
+        "privacy_ledger": ledger.to_dict(),
+    }
+
+
+def save_pretrained(
+    model: Any,
+    directory: str | Path,
+    *,
+    model_id: str | None = None,
+    recipe: dict[str, Any] | None = None,
+    evaluation: dict[str, Any] | None = None,
+    weights_dtype: str = "float32",
+    sample_seed: int = 0,
+) -> Path:
+    """Write the Hub layout of ``model`` into ``directory`` (created if needed)."""
+    from zoo.cards import model_card
+
+    if weights_dtype not in ("float32", "float16"):
+        raise ValueError(f"weights_dtype must be 'float32' or 'float16', got {weights_dtype!r}")
+    directory = Path(directory)
+    model_id = model_id or directory.name
+    config = build_config(model, model_id, recipe, evaluation, weights_dtype)
+    state = released_state_dict(model)
+    if weights_dtype == "float16":
+        state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(directory / WEIGHTS_NAME), metadata={"format": "pt", "method": model.method})
+    (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    samples = model.sample(64, seed=sample_seed)
+    if samples.dim() == 4:
+        save_image(samples, directory / SAMPLES_NAME, nrow=8, padding=2, pad_value=1.0)
+    model_card(config).save(directory / CARD_NAME)
+    return directory
+
+
+def load_config(directory: str | Path) -> dict[str, Any]:
+    """Read and validate ``config.json`` of a model folder."""
+    path = Path(directory) / CONFIG_NAME
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing; a dpzoo model folder holds {', '.join(HUB_FILES)}")
+    try:
+        config = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{path} is not valid JSON: {error}") from None
+    missing = [k for k in _REQUIRED_CONFIG_KEYS if k not in config] if isinstance(config, dict) else ["all"]
+    if missing:
+        raise CheckpointError(f"{path} lacks {missing}; was it written by dpzoo's save_pretrained?")
+    if config["format"] != CONFIG_FORMAT:
+        raise CheckpointError(f"{path} has format {config['format']!r}; this dpzoo reads format {CONFIG_FORMAT}")
+    return config
+
+
+def from_pretrained(directory: str | Path) -> Any:
+    """Rebuild the model of a local Hub-layout folder, in eval mode, with its privacy ledger."""
+    directory = Path(directory)
+    config = load_config(directory)
+    cls = method_class(config["method"])
+    if list(config["released_modules"]) != list(cls.released_modules):
+        raise CheckpointError(
+            f"{directory}: config releases {config['released_modules']} but {cls.method} releases "
+            f"{list(cls.released_modules)}"
+        )
+    try:
+        model = cls(**config["architecture"])
+    except TypeError as error:
+        raise CheckpointError(f"{directory}: architecture in config.json does not fit {cls.method}: {error}") from None
+    weights = directory / WEIGHTS_NAME
+    if not weights.is_file():
+        raise CheckpointError(f"{weights} is missing")
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{weights} is corrupt or truncated ({error}); download it again") from None
+    for name in cls.released_modules:
+        prefix = f"{name}."
+        part = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+        try:
+            getattr(model, name).load_state_dict(part, strict=True)
+        except RuntimeError as error:
+            raise CheckpointError(f"{weights} does not match the architecture in config.json: {error}") from None
+    unexpected = [k for k in state if k.split(".", 1)[0] not in cls.released_modules]
+    if unexpected:
+        raise CheckpointError(f"{weights} holds tensors of modules it should not release: {unexpected[:5]}")
+    model.privacy_ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    model.pretrained_config = config
+    return model.eval()
+
+
+def push_to_hub(model: Any, repo_id: str, token: str | None = None, private: bool = False, **save_kwargs: Any) -> str:
+    """Save ``model`` in Hub layout and upload it to ``repo_id``; returns the commit URL."""
+    with tempfile.TemporaryDirectory() as folder:
+        save_pretrained(model, folder, model_id=save_kwargs.pop("model_id", repo_id.split("/")[-1]), **save_kwargs)
+        return push_folder(folder, repo_id, token=token, private=private)
+
+
+def push_folder(directory: str | Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
+    """Upload an existing model folder as it is (after checking that it loads)."""
+    from huggingface_hub import HfApi
+
+    from_pretrained(directory)
+    api = HfApi(token=token)
+    api.create_repo(repo_id, private=private, exist_ok=True)
+    commit = api.upload_folder(
+        repo_id=repo_id, folder_path=str(directory), allow_patterns=list(HUB_FILES), commit_message="Upload dpzoo model"
+    )
+    return str(commit.commit_url)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,82 @@
+"""Find a model by id, folder or Hub repository, and list what can be loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import constants, snapshot_download
+from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
+
+import zoo
+from zoo.cards import privacy_metadata
+from zoo.hub import CONFIG_NAME, HUB_FILES, from_pretrained, load_config
+from zoo.registry import UnknownModelError, checkpoints_dir, model_index
+
+HUB_PREFIX = "hf-hub:"
+
+
+def list_models() -> list[dict[str, Any]]:
+    """Model ids with method, dataset and (ε, δ): shipped checkpoints first, then published ones."""
+    models: dict[str, dict[str, Any]] = {}
+    for config_path in sorted(checkpoints_dir().glob(f"*/{CONFIG_NAME}")):
+        config = load_config(config_path.parent)
+        privacy = privacy_metadata(config)
+        models[config_path.parent.name] = {
+            "model_id": config_path.parent.name,
+            "method": config["method"],
+            "dataset": ", ".join(g["dataset"] for g in privacy["guarantees"]),
+            "epsilon": privacy["epsilon"],
+            "delta": privacy["delta"],
+            "accountant": privacy["accountant"],
+            "source": str(config_path.parent),
+        }
+    for model_id, entry in model_index().items():
+        models.setdefault(model_id, {"model_id": model_id, **entry, "source": f"{HUB_PREFIX}{entry['hub_repo']}"})
+    return list(models.values())
+
+
+def resolve(name: str | Path) -> Path:
+    """The local folder of a model: a folder path, ``hf-hub:org/name``, or a model id
+    (``checkpoints/`` first, then the Hugging Face cache, then the Hub)."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    name = str(name)
+    if name.startswith(HUB_PREFIX):
+        return _snapshot(name[len(HUB_PREFIX) :], looked=[])
+    local = checkpoints_dir() / name
+    looked = [str(local)]
+    if (local / CONFIG_NAME).is_file():
+        return local
+    entry = model_index().get(name)
+    if entry is not None:
+        return _snapshot(entry["hub_repo"], looked)
+    known = [m["model_id"] for m in list_models()]
+    raise UnknownModelError(
+        f"unknown model {name!r}: not a folder, not in {checkpoints_dir()} and not a published id. "
+        f"Known ids: {known or 'none yet'}; a Hub repository is loaded with 'hf-hub:org/name'."
+    )
+
+
+def _snapshot(repo_id: str, looked: list[str]) -> Path:
+    try:
+        return Path(
+            snapshot_download(
+                repo_id, allow_patterns=list(HUB_FILES), library_name="dpzoo", library_version=zoo.__version__
+            )
+        )
+    except LocalEntryNotFoundError:
+        looked.append(f"the Hugging Face cache ({constants.HF_HUB_CACHE})")
+        raise UnknownModelError(
+            f"{repo_id} is not available offline: looked in {' and '.join(looked)}, and the Hub cannot be "
+            "reached (HF_HUB_OFFLINE is set or there is no network). Download it once with a connection, "
+            "or pass a local folder."
+        ) from None
+    except RepositoryNotFoundError:
+        raise UnknownModelError(f"no Hub repository {repo_id!r} (or it is private: pass a token)") from None
+
+
+def load(name: str | Path) -> Any:
+    """The pretrained model, in eval mode, with its privacy ledger (``model.privacy_ledger``)."""
+    return from_pretrained(resolve(name))

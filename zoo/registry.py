@@ -1,0 +1,42 @@
+"""Methods by name, and where pretrained model ids live (repo checkpoints, then the Hub)."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+_METHODS: dict[str, type] = {}
+CHECKPOINTS_ENV = "DPZOO_CHECKPOINTS_DIR"
+
+
+class UnknownModelError(LookupError):
+    """A method name or model id that the zoo does not know."""
+
+
+def register_method(cls: type) -> type:
+    """Class decorator: make a DPGenerativeModel loadable by its ``method`` name."""
+    _METHODS[cls.method] = cls
+    return cls
+
+
+def method_class(name: str) -> type:
+    import lightning_modules  # noqa: F401  (importing registers every method)
+
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise UnknownModelError(f"unknown method {name!r}; known methods: {sorted(_METHODS)}") from None
+
+
+def checkpoints_dir() -> Path:
+    """Shipped checkpoints: ``DPZOO_CHECKPOINTS_DIR``, else ``checkpoints/`` of this repository."""
+    value = os.environ.get(CHECKPOINTS_ENV)
+    return Path(value) if value else Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+def model_index() -> dict[str, dict[str, Any]]:
+    """Published model ids with their Hub repository, method, dataset and (ε, δ)."""
+    return json.loads(resources.files("zoo").joinpath("model_index.json").read_text())
