@@ -17,7 +17,8 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 demo: $(BIN)/.installed
-	$(BIN)/dpzoo demo --out demo
+	$(BIN)/dpzoo list
+	$(BIN)/dpzoo sample dp-lflow-mnist-digit3-eps10 --n 64 --out demo/samples.png
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check zoo lightning_modules tests benchmarks

@@ -148,3 +148,24 @@ def test_model_cards_index_lists_each_checkpoint(saved, tmp_path):
     shutil.copytree(saved[1], tmp_path / "tiny-flow")
     table = model_cards_index(tmp_path)
     assert "[tiny-flow](checkpoints/tiny-flow/README.md) | dp-lflow | toy-images |" in table
+
+
+def test_card_model_index_names_the_evaluator(saved, tmp_path):
+    result = {
+        "task_type": "unconditional-image-generation",
+        "dataset_type": "toy",
+        "dataset_name": "toy images",
+        "metric_type": "fid_toy",
+        "metric_name": "FID (toy extractor)",
+        "metric_value": 12.5,
+        "metric_config": "extractor=toy, 64 samples",
+    }
+    folder = save_pretrained(
+        saved[0], tmp_path / "evaluated", evaluation={"command": "made up for the test", "results": [result]}
+    )
+    (parsed,) = ModelCard.load(folder / "README.md").data.eval_results
+    assert (parsed.metric_type, parsed.metric_value, parsed.metric_config) == (
+        "fid_toy",
+        12.5,
+        "extractor=toy, 64 samples",
+    )

@@ -35,3 +35,18 @@ def test_empty_poisson_batches_still_take_a_noise_only_accounted_step():
     assert torch.isfinite(noise).all()
     assert noise.std().item() == pytest.approx(sigma * clip / (rate * n), rel=0.02)
     assert trainer.callback_metrics["epsilon"] == pytest.approx(callback.epsilon)
+
+
+def test_noise_does_not_repeat_when_runs_are_seeded_alike():
+    """One model per class, each after seed_everything(0): shared noise would cancel in differences."""
+    import pytorch_lightning as pl
+
+    draws = []
+    for _ in range(2):
+        pl.seed_everything(0, verbose=False)
+        recorder = GradientRecorder()
+        callback = DPCallback(noise_multiplier=1.0, accountant="rdp", dataset_id="seeded")
+        data = ToyData(TensorDataset(torch.randn(50, 300), torch.zeros(50)), 0.5, seed=0)
+        tiny_trainer([callback, recorder], 1).fit(ZeroGradient(), data)
+        draws.append(recorder.grads[0][0])
+    assert not torch.equal(*draws)

@@ -15,26 +15,6 @@ from zoo.registry import UnknownModelError
 USER_ERRORS = (PrivacyConfigError, DataNotFoundError, CheckpointError, UnknownModelError, ValueError)
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from zoo.demo import run_demo
-
-    result = run_demo(
-        Path(args.out),
-        digit=args.digit,
-        steps=args.steps,
-        target_epsilon=args.epsilon,
-        delta=args.delta,
-        seed=args.seed,
-    )
-    print(
-        f"trained DP-LFlow on MNIST digit {result.digit} for {result.steps} DP-SGD steps "
-        f"(σ = {result.noise_multiplier:.3f}): (ε = {result.epsilon:.3f}, δ = {result.delta:g})-DP, PRV accountant\n"
-        f"samples:        {result.samples_path}\n"
-        f"privacy ledger: {result.ledger_path}"
-    )
-    return 0
-
-
 def _list(args: argparse.Namespace) -> int:
     from zoo.loading import list_models
 
@@ -56,8 +36,15 @@ def _sample(args: argparse.Namespace) -> int:
     model = load(args.model)
     labels = [int(v) for v in args.labels.split(",")] if args.labels else None
     samples = model.sample(args.n, labels=labels, seed=args.seed)
-    save_image(samples, args.out, nrow=args.nrow, padding=2, pad_value=1.0)
-    print(f"wrote {args.n} samples of {args.model} to {args.out}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_image(samples, out, nrow=args.nrow, padding=2, pad_value=1.0)
+    print(f"wrote {args.n} samples of {args.model} to {out}")
+    for dataset, guarantee in model.privacy_ledger.guarantees().items():
+        print(
+            f"privacy: (ε = {guarantee['epsilon']:.3g}, δ = {guarantee['delta']:g})-DP for {dataset} "
+            f"({', '.join(guarantee['accountants'])} accountant)"
+        )
     return 0
 
 
@@ -101,19 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dpzoo", description="Differentially private generative models for PyTorch Lightning."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    demo = commands.add_parser(
-        "demo",
-        help="train DP-LFlow privately on one MNIST digit and write a sample grid",
-        description="A short private training on real MNIST (set DPZOO_DATA_DIR to a local copy offline).",
-    )
-    demo.add_argument("--digit", type=int, default=3, help="the MNIST class to learn (default: 3)")
-    demo.add_argument("--out", default="demo", help="output folder (default: demo)")
-    demo.add_argument("--steps", type=int, default=300, help="DP-SGD steps (default: 300)")
-    demo.add_argument("--epsilon", type=float, default=10.0, help="target ε (default: 10)")
-    demo.add_argument("--delta", type=float, default=1e-5, help="δ (default: 1e-5)")
-    demo.add_argument("--seed", type=int, default=0, help="seed for initialisation and sampling")
-    demo.set_defaults(run=_demo)
 
     commands.add_parser("list", help="list model ids with method, (ε, δ) and dataset").set_defaults(run=_list)
 

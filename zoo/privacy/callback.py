@@ -31,6 +31,7 @@ from zoo.privacy.accounting import calibrate_noise_multiplier, max_steps_within
 from zoo.privacy.barriers import DP_SGD_BARRIERS, PrivacyBarrier, declared_barrier, declared_private_modules
 from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
+from zoo.privacy.noise import noise_generator
 from zoo.privacy.per_example import PerExampleGradients, create_engine
 from zoo.privacy.sampling import poisson_batches_of
 from zoo.privacy.sanitizer import GradientSanitizer
@@ -62,7 +63,9 @@ class DPCallback(pl.Callback):
         loss_reduction: how the training loss reduces over the batch, ``"mean"`` or ``"sum"``.
         planned_steps: private steps to calibrate σ for; default ``trainer.estimated_stepping_batches``.
         dataset_id: names the private data in the ledger; default: the datamodule's ``dataset_id``.
-        noise_seed: seeds the noise generator (tests only: real runs must leave it unset).
+        noise_seed: seeds the noise generator (tests only). Unset, the noise comes from OS
+            entropy, never from the global RNG that ``seed_everything`` makes repeatable: two runs
+            seeded alike (one per class, say) would otherwise share noise that cancels in differences.
     """
 
     def __init__(
@@ -101,7 +104,7 @@ class DPCallback(pl.Callback):
             raise PrivacyConfigError(f"planned_steps must be a positive integer, got {planned_steps!r}")
         self.planned_steps = planned_steps
         self.dataset_id = dataset_id
-        self._noise_generator = None if noise_seed is None else torch.Generator().manual_seed(noise_seed)
+        self._noise_generator = noise_generator(noise_seed)
 
         self.ledger = PrivacyLedger()
         self.entry: LedgerEntry | None = None

@@ -8,6 +8,7 @@ from torch import Tensor
 from zoo.privacy.accounting import calibrate_noise_multiplier
 from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
+from zoo.privacy.noise import noise_generator
 from zoo.privacy.validation import (
     check_accountant,
     check_delta,
@@ -36,7 +37,8 @@ def gaussian_release(
 
     ``l2_sensitivity`` is the largest change of the statistic when one example is added
     or removed; σ is calibrated from ``target_epsilon`` unless given. The entry is
-    appended to ``ledger`` when one is passed.
+    appended to ``ledger`` when one is passed. Without a ``generator`` the noise comes
+    from OS entropy.
     """
     check_exactly_one(target_epsilon, noise_multiplier)
     delta = check_delta(delta)
@@ -47,6 +49,7 @@ def gaussian_release(
         sigma = calibrate_noise_multiplier(check_epsilon(target_epsilon), delta, 1.0, 1, accountant)  # type: ignore[arg-type]
     else:
         sigma = check_positive(noise_multiplier, "noise_multiplier")
+    generator = generator or noise_generator()
     noise = torch.randn(statistic.shape, generator=generator, dtype=statistic.dtype).to(statistic.device)
     entry = LedgerEntry(
         mechanism="gaussian",

@@ -1,0 +1,17 @@
+"""Where DP noise comes from."""
+
+from __future__ import annotations
+
+import secrets
+
+import torch
+
+
+def noise_generator(seed: int | None = None) -> torch.Generator:
+    """A CPU generator for DP noise: seeded only when asked (tests), else from OS entropy.
+
+    Keeping the noise off the global RNG means ``seed_everything`` never makes it repeatable
+    across runs. (torch's generator is not a cryptographic RNG; Opacus' secure mode is the
+    stronger option where an attacker could predict it.)
+    """
+    return torch.Generator().manual_seed(secrets.randbits(63) if seed is None else seed)
