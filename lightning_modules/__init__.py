@@ -2,5 +2,6 @@
 
 from lightning_modules.base import DPGenerativeModel
 from lightning_modules.dp_lflow import DPLFlow
+from lightning_modules.partitioned import PerClassModel
 
-__all__ = ["DPGenerativeModel", "DPLFlow"]
+__all__ = ["DPGenerativeModel", "DPLFlow", "PerClassModel"]

@@ -60,6 +60,13 @@ class DPLFlow(DPGenerativeModel):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
 
+    def log_prob(self, x: Tensor) -> Tensor:
+        """log q(E(x)): the flow's exact log-density of each image's latent code, in nats.
+
+        A density over latent codes, not over pixels; DP-LFlow uses it as an in-distribution
+        score (OOD detection)."""
+        return self.flow.log_prob(self.encoder(x))
+
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         z = torch.randn(n, self.hparams.latent_dim, generator=generator).to(self.device)
         return self.decoder(self.flow.inverse(z)).clamp(0, 1)

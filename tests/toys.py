@@ -82,9 +82,17 @@ def toy_images(n: int, seed: int = 0) -> TensorDataset:
 
 
 class ToyData(pl.LightningDataModule):
-    def __init__(self, dataset: TensorDataset, sample_rate: float, dataset_id: str = "toy", seed: int | None = 0):
+    def __init__(
+        self,
+        dataset: TensorDataset,
+        sample_rate: float,
+        dataset_id: str = "toy",
+        seed: int | None = 0,
+        partition_of: str | None = None,
+    ):
         super().__init__()
         self.dataset, self.sample_rate, self.dataset_id, self.seed = dataset, sample_rate, dataset_id, seed
+        self.partition_of = partition_of
 
     def train_dataloader(self):
         return poisson_loader(

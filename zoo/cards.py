@@ -56,15 +56,21 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def display_method(config: dict[str, Any]) -> str:
+    base = config["architecture"].get("base_method")
+    return f"{base} (one model per class)" if base else config["method"]
+
+
 def model_card(config: dict[str, Any]) -> ModelCard:
     privacy = privacy_metadata(config)
     datasets = sorted({g["dataset"].split("/")[0] for g in privacy["guarantees"]})
     evaluation = config.get("evaluation") or {}
     results = [EvalResult(**result) for result in evaluation.get("results", [])]
+    methods = [config["method"], config["architecture"].get("base_method")]
     data = ModelCardData(
         library_name="dpzoo",
         license=LICENSE,
-        tags=["differential-privacy", config["method"], *datasets, "dpzoo"],
+        tags=["differential-privacy", *[m for m in methods if m], *datasets, "dpzoo"],
         datasets=datasets,
         model_name=config["model_id"],
         eval_results=results or None,
@@ -74,7 +80,7 @@ def model_card(config: dict[str, Any]) -> ModelCard:
 
 
 def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str, Any]) -> str:
-    model_id, method = config["model_id"], config["method"]
+    model_id, method = config["model_id"], display_method(config)
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
     lines = [
         f"# {model_id}",
@@ -179,7 +185,7 @@ def model_cards_index(checkpoints: Path) -> str:
         results = (config.get("evaluation") or {}).get("results", [])
         metrics = "; ".join(f"{r.get('metric_name') or r['metric_type']} {r['metric_value']}" for r in results)
         rows.append(
-            f"| [{folder.name}](checkpoints/{folder.name}/README.md) | {config['method']} | {datasets} | "
+            f"| [{folder.name}](checkpoints/{folder.name}/README.md) | {display_method(config)} | {datasets} | "
             f"{privacy['epsilon']} | {privacy['delta']:g} | {privacy['accountant']} | {metrics or 'not evaluated'} | "
             f"![](checkpoints/{folder.name}/samples.png) |"
         )

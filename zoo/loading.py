@@ -9,7 +9,7 @@ from huggingface_hub import constants, snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
 
 import zoo
-from zoo.cards import privacy_metadata
+from zoo.cards import display_method, privacy_metadata
 from zoo.hub import CONFIG_NAME, HUB_FILES, from_pretrained, load_config
 from zoo.registry import UnknownModelError, checkpoints_dir, model_index
 
@@ -24,7 +24,7 @@ def list_models() -> list[dict[str, Any]]:
         privacy = privacy_metadata(config)
         models[config_path.parent.name] = {
             "model_id": config_path.parent.name,
-            "method": config["method"],
+            "method": display_method(config),
             "dataset": ", ".join(g["dataset"] for g in privacy["guarantees"]),
             "epsilon": privacy["epsilon"],
             "delta": privacy["delta"],
