@@ -150,10 +150,11 @@ def _composition_notes(privacy: dict[str, Any]) -> list[str]:
     notes = []
     for guarantee in privacy["guarantees"]:
         if guarantee["partitions"]:
+            parts = guarantee["partitions"]
+            trained = "one disjoint part" if parts == 1 else f"{parts} disjoint parts, each at its own budget"
             notes.append(
-                f"{guarantee['dataset']}: {guarantee['partitions']} disjoint partitions, each trained at its own "
-                f"budget; by parallel composition the release is (ε = {guarantee['epsilon']}, "
-                f"δ = {guarantee['delta']:g})-DP for the whole dataset."
+                f"Trained on {trained} of {guarantee['dataset']}; by parallel composition the release is "
+                f"(ε = {guarantee['epsilon']}, δ = {guarantee['delta']:g})-DP for the whole dataset."
             )
     if len(privacy["guarantees"]) > 1:
         notes.append(
