@@ -48,6 +48,40 @@ def _sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    import json
+    import shlex
+
+    from zoo.hub import record_evaluation
+    from zoo.loading import resolve
+    from zoo.metrics import evaluate
+
+    folder = resolve(args.model)
+    evaluation = evaluate(
+        folder,
+        args.dataset,
+        metrics=tuple(args.metrics.split(",")),
+        num_samples=args.num_samples,
+        seed=args.seed,
+        runs=args.runs,
+        epochs=args.epochs,
+        feature_extractor_weights_path=args.feature_extractor_weights,
+    )
+    print(f"{'metric':<14}{'value':>10}{'± std':>9}  protocol")
+    for name, result in evaluation["results"].items():
+        spread = f"{result['std']:>9.3f}" if "std" in result else " " * 9
+        evaluator = result["protocol"].get("feature_extractor") or result["protocol"].get("classifier")
+        print(f"{name:<14}{result['value']:>10.3f}{spread}  {evaluator}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(evaluation, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    if args.write_card:
+        command = "dpzoo " + shlex.join(args.argv)
+        record_evaluation(folder, evaluation, command)
+        print(f"recorded the evaluation in {folder} (config.json and README.md)")
+    return 0
+
+
 def _card(args: argparse.Namespace) -> int:
     from zoo.cards import model_card
     from zoo.hub import CARD_NAME, load_config
@@ -106,6 +140,19 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--nrow", type=int, default=8, help="images per grid row (default: 8)")
     sample.set_defaults(run=_sample)
 
+    evaluate = commands.add_parser("evaluate", help="evaluate a model: torch-fidelity metrics and CAS")
+    evaluate.add_argument("model", help="model id, folder, or hf-hub:org/name")
+    evaluate.add_argument("--dataset", default="mnist", help="real data to compare with (default: mnist)")
+    evaluate.add_argument("--metrics", default="fid_lenet,cas", help="comma-separated (default: fid_lenet,cas)")
+    evaluate.add_argument("--num-samples", type=int, default=10_000, help="synthetic samples (default: 10000)")
+    evaluate.add_argument("--runs", type=int, default=5, help="CAS training runs (default: 5)")
+    evaluate.add_argument("--epochs", type=int, default=10, help="CAS epochs for MLP/CNN/ResNet (default: 10)")
+    evaluate.add_argument("--seed", type=int, default=0, help="seed for sampling and classifiers")
+    evaluate.add_argument("--feature-extractor-weights", default=None, help="local Inception weights for fid/kid/isc")
+    evaluate.add_argument("--json", default=None, help="also write the results as JSON here")
+    evaluate.add_argument("--write-card", action="store_true", help="record the results in the model's config and card")
+    evaluate.set_defaults(run=_evaluate)
+
     card = commands.add_parser("card", help="regenerate a model folder's README.md card from its config.json")
     card.add_argument("folder", help="a model folder in Hub layout")
     card.set_defaults(run=_card)
@@ -135,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return 0
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return args.run(args)
     except USER_ERRORS as error:

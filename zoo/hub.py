@@ -124,6 +124,22 @@ def load_config(directory: str | Path) -> dict[str, Any]:
     return config
 
 
+def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command: str) -> None:
+    """Store an evaluation in a model folder's config.json and regenerate its card."""
+    from zoo.cards import model_card
+    from zoo.metrics import card_results
+
+    directory = Path(directory)
+    config = load_config(directory)
+    config["evaluation"] = {
+        "command": command,
+        "results": card_results(evaluation, evaluation["dataset"]),
+        "details": evaluation,
+    }
+    (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    model_card(config).save(directory / CARD_NAME)
+
+
 def from_pretrained(directory: str | Path) -> Any:
     """Rebuild the model of a local Hub-layout folder, in eval mode, with its privacy ledger."""
     directory = Path(directory)

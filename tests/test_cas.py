@@ -1,0 +1,71 @@
+"""The CAS harness: classifiers of DP-LFlow appendix E.4 on real data and on a replaying generator."""
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+from lightning_modules.base import DPGenerativeModel
+from zoo.data import load_images
+from zoo.metrics import classifier_accuracy_on_synthetic
+from zoo.metrics.classifiers import build_network, train_and_test
+
+
+class Replay(DPGenerativeModel):
+    """Not private: replays real training images of the requested class (a harness check)."""
+
+    method, privacy_barrier, released_modules, num_classes = "replay", "B4", (), 10
+
+    def __init__(self, images: Tensor, labels: Tensor):
+        super().__init__()
+        self.images, self.labels = images, labels
+
+    def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
+        out = torch.empty(n, *self.images.shape[1:])
+        for label in labels.unique():
+            pool = self.images[self.labels == label]
+            rows = labels == label
+            out[rows] = pool[torch.randint(len(pool), (int(rows.sum()),), generator=generator)]
+        return out
+
+
+def test_cnn_matches_the_papers_architecture():
+    cnn = build_network("cnn", (1, 28, 28), 10)
+    assert [type(m).__name__ for m in cnn] == [
+        "Conv2d",
+        "Dropout",
+        "ReLU",
+        "Conv2d",
+        "Dropout",
+        "ReLU",
+        "Flatten",
+        "Linear",
+    ]
+    assert cnn(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+    mlp = build_network("mlp", (1, 28, 28), 10)
+    assert [m.out_features for m in mlp if isinstance(m, nn.Linear)] == [100, 10]
+
+
+def test_cas_of_a_replaying_generator_is_high(data_dir):
+    images, labels = load_images("mnist", train=True)
+    results = classifier_accuracy_on_synthetic(
+        Replay(images[:5000], labels[:5000]), "mnist", classifiers=("mlp", "lr"), num_samples=2000, runs=2, epochs=3
+    )
+    assert results["cas_mlp"]["value"] > 80 and results["cas_lr"]["value"] > 80
+    assert (
+        len(results["cas_mlp"]["runs"]) == 2 and results["cas_mlp"]["protocol"]["test"] == "mnist official test split"
+    )
+
+
+def test_cas_refuses_unconditional_models():
+    from tests.test_hub import tiny_private_flow
+
+    with pytest.raises(ValueError, match="CAS needs labelled samples"):
+        classifier_accuracy_on_synthetic(tiny_private_flow(), "mnist")
+
+
+@pytest.mark.slow
+def test_cas_cnn_reaches_97_percent_on_real_mnist(data_dir):
+    train, test = load_images("mnist", train=True), load_images("mnist", train=False)
+    accuracy = train_and_test("cnn", train, test, num_classes=10, seed=0, epochs=10)
+    print(f"CAS CNN trained on real MNIST: {accuracy:.2f}%")
+    assert accuracy >= 97

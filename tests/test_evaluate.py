@@ -1,0 +1,97 @@
+"""zoo.evaluate: torch-fidelity metrics with the small extractor, CAS, and their errors."""
+
+import json
+
+import pytest
+import torch
+
+from tests.test_cas import Replay
+from zoo.cli import main
+from zoo.data import load_images
+from zoo.hub import load_config, save_pretrained
+from zoo.metrics import FeatureWeightsUnavailable, evaluate, fidelity_metrics
+from zoo.metrics.extractors import extractor_weights
+
+needs_extractor = pytest.mark.skipif(not extractor_weights("mnist").exists(), reason="LeNet weights not trained")
+
+
+@needs_extractor
+def test_fid_lenet_is_zero_against_itself_and_large_against_noise(data_dir):
+    real, _ = load_images("mnist", train=False)
+    same = fidelity_metrics(real[:2000], real[:2000], ("fid_lenet",), "mnist", progress=False)["fid_lenet"]
+    other_half = fidelity_metrics(real[:2000], real[2000:4000], ("fid_lenet",), "mnist", progress=False)["fid_lenet"]
+    noise = fidelity_metrics(torch.rand(2000, 1, 28, 28), real[:2000], ("fid_lenet",), "mnist", progress=False)
+    assert abs(same["value"]) < 1e-3
+    assert noise["fid_lenet"]["value"] > 100 * max(other_half["value"], 1e-2)
+    assert same["protocol"]["feature_extractor"].startswith("lenet-mnist")
+
+
+def test_inception_metrics_without_weights_say_how_to_provide_them(tmp_path):
+    images = torch.rand(10, 1, 28, 28)
+    with pytest.raises(FeatureWeightsUnavailable, match="feature_extractor_weights_path"):
+        fidelity_metrics(images, images, ("fid",), "mnist", weights_path=str(tmp_path / "missing.pth"), progress=False)
+
+
+@needs_extractor
+def test_evaluate_returns_values_spreads_and_protocols(data_dir):
+    images, labels = load_images("mnist", train=True)
+    replay = Replay(images[:3000], labels[:3000])
+    report = evaluate(
+        replay, "mnist", metrics=("fid_lenet", "cas_mlp"), num_samples=1000, runs=2, epochs=2, progress=False
+    )
+    assert set(report["results"]) == {"fid_lenet", "cas_mlp"}
+    assert report["results"]["cas_mlp"]["value"] > 70 and report["results"]["cas_mlp"]["std"] >= 0
+    assert report["results"]["fid_lenet"]["protocol"]["samples"] == 1000
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"metrics": ("fid", "sharpness")}, "unknown metrics \\['sharpness'\\]"),
+        ({"metrics": ("cas",), "dataset": "cifar10"}, "unknown dataset 'cifar10'"),
+    ],
+)
+def test_bad_requests_fail_before_any_work(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate(Replay(torch.zeros(1, 1, 28, 28), torch.zeros(1)), **{"dataset": "mnist", **kwargs})
+
+
+def test_cas_on_an_unconditional_model_is_refused():
+    from tests.test_hub import tiny_private_flow
+
+    with pytest.raises(ValueError, match="unconditional; drop the cas metrics"):
+        evaluate(tiny_private_flow(), "mnist", metrics=("cas",))
+
+
+@needs_extractor
+def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, capsys):
+    from huggingface_hub import ModelCard
+    from torch.utils.data import TensorDataset
+
+    from lightning_modules import DPLFlow
+    from tests.toys import ToyData, tiny_trainer
+    from zoo.privacy import DPCallback
+
+    model = DPLFlow(channels=(4, 8), latent_dim=4, flow_blocks=2, flow_hidden=16)
+    data = ToyData(TensorDataset(torch.rand(64, 1, 28, 28), torch.zeros(64)), 0.25, "toy-28")
+    tiny_trainer([DPCallback(noise_multiplier=1.0, accountant="rdp")], 2).fit(model, data)
+    folder = save_pretrained(model, tmp_path / "tiny-28")
+    argv = [
+        "evaluate",
+        str(folder),
+        "--metrics",
+        "fid_lenet",
+        "--num-samples",
+        "500",
+        "--json",
+        str(tmp_path / "report.json"),
+        "--write-card",
+    ]
+    assert main(argv) == 0
+    assert "fid_lenet" in capsys.readouterr().out
+    report = json.loads((tmp_path / "report.json").read_text())
+    recorded = load_config(folder)["evaluation"]
+    assert recorded["details"] == report and recorded["command"].startswith("dpzoo evaluate")
+    (result,) = ModelCard.load(folder / "README.md").data.eval_results
+    assert result.metric_type == "fid_lenet" and "lenet-mnist" in result.metric_name
+    assert main(["evaluate", str(folder), "--metrics", "nope"]) == 2

@@ -1,0 +1,16 @@
+"""Evaluation of private generators: torch-fidelity metrics, CAS, and their protocols."""
+
+from zoo.metrics.cas import classifier_accuracy_on_synthetic
+from zoo.metrics.classifiers import CLASSIFIERS
+from zoo.metrics.evaluate import METRICS, card_results, evaluate
+from zoo.metrics.fidelity import FeatureWeightsUnavailable, fidelity_metrics
+
+__all__ = [
+    "CLASSIFIERS",
+    "METRICS",
+    "FeatureWeightsUnavailable",
+    "card_results",
+    "classifier_accuracy_on_synthetic",
+    "evaluate",
+    "fidelity_metrics",
+]
