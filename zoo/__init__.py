@@ -12,5 +12,6 @@ from zoo.finetune import finetune  # noqa: E402
 from zoo.hub import from_pretrained, push_to_hub, save_pretrained  # noqa: E402
 from zoo.loading import list_models, load  # noqa: E402
 from zoo.metrics import evaluate  # noqa: E402
+from zoo.metrics import membership_audit as audit  # noqa: E402
 
-__all__ = ["evaluate", "finetune", "from_pretrained", "list_models", "load", "push_to_hub", "save_pretrained"]
+__all__ = ["audit", "evaluate", "finetune", "from_pretrained", "list_models", "load", "push_to_hub", "save_pretrained"]

@@ -1,5 +1,6 @@
-"""Evaluation of private generators: torch-fidelity metrics, CAS, and their protocols."""
+"""Evaluation of private generators: torch-fidelity metrics, CAS, membership audits, with their protocols."""
 
+from zoo.metrics.audit import membership_audit
 from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
 from zoo.metrics.evaluate import METRICS, card_results, evaluate
@@ -13,4 +14,5 @@ __all__ = [
     "classifier_accuracy_on_synthetic",
     "evaluate",
     "fidelity_metrics",
+    "membership_audit",
 ]
