@@ -60,6 +60,12 @@ class DPLFlow(DPGenerativeModel):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
 
+    log_prob_space = "latent codes of the autoencoder"
+
+    @property
+    def log_prob_dims(self) -> int:
+        return self.hparams.latent_dim
+
     def log_prob(self, x: Tensor) -> Tensor:
         """log q(E(x)): the flow's exact log-density of each image's latent code, in nats.
 

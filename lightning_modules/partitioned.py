@@ -56,6 +56,14 @@ class PerClassModel(DPGenerativeModel):
         assert out is not None
         return out
 
+    @property
+    def log_prob_space(self) -> str:
+        return self.parts[0].log_prob_space
+
+    @property
+    def log_prob_dims(self) -> int:
+        return self.parts[0].log_prob_dims
+
     def log_prob(self, x: Tensor, labels: Tensor) -> Tensor:
         """Log-likelihood of each row under its own class's model."""
         out = torch.empty(len(x), device=x.device)

@@ -95,3 +95,19 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     (result,) = ModelCard.load(folder / "README.md").data.eval_results
     assert result.metric_type == "fid_lenet" and "lenet-mnist" in result.metric_name
     assert main(["evaluate", str(folder), "--metrics", "nope"]) == 2
+
+
+def test_density_metrics_of_a_per_class_flow(data_dir):
+    from lightning_modules import PerClassModel
+
+    tiny28 = {"channels": (4, 8), "latent_dim": 4, "flow_blocks": 2, "flow_hidden": 16}
+    model = PerClassModel("dp-lflow", tiny28, 10).eval()
+    report = evaluate(model, "mnist", metrics=("ood_auroc", "log_likelihood"))
+    ood, likelihood = report["results"]["ood_auroc"], report["results"]["log_likelihood"]
+    assert len(ood["per_class"]) == 10 and 0 <= ood["value"] <= 1
+    assert "nats per dimension (latent codes of the autoencoder, 4 dims)" == likelihood["unit"]
+
+
+def test_density_metrics_need_a_density():
+    with pytest.raises(ValueError, match="OOD AUROC needs one density model per class"):
+        evaluate(Replay(torch.zeros(1, 1, 28, 28), torch.zeros(1)), "mnist", metrics=("ood_auroc",))

@@ -8,10 +8,12 @@ from typing import Any
 from zoo.data.images import IMAGE_DATASETS, load_images
 from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
+from zoo.metrics.density import heldout_log_likelihood, ood_auroc
 from zoo.metrics.fidelity import FIDELITY_METRICS, fidelity_metrics
 
 CAS_METRICS = ("cas", *(f"cas_{c}" for c in CLASSIFIERS))
-METRICS = (*FIDELITY_METRICS, *CAS_METRICS)
+DENSITY_METRICS = {"ood_auroc": ood_auroc, "log_likelihood": heldout_log_likelihood}
+METRICS = (*FIDELITY_METRICS, *CAS_METRICS, *DENSITY_METRICS)
 
 
 def evaluate(
@@ -31,7 +33,8 @@ def evaluate(
     ``cas_resnet`` adds a timm ResNet-18 trained from scratch. torch-fidelity metrics compare
     ``num_samples`` samples with the real test split; ``fid`` needs Inception weights
     (downloaded by torch-fidelity, or ``feature_extractor_weights_path``), ``fid_lenet`` uses
-    dpzoo's small extractor and is reported under that name.
+    dpzoo's small extractor and is reported under that name. ``ood_auroc`` and
+    ``log_likelihood`` need models with ``log_prob``.
     """
     from zoo.loading import load
 
@@ -44,8 +47,12 @@ def evaluate(
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:
         raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional; drop the cas metrics")
+    results: dict[str, Any] = {
+        name: DENSITY_METRICS[name](model, dataset) for name in metrics if name in DENSITY_METRICS
+    }
+    if not any(m in FIDELITY_METRICS or m.startswith("cas") for m in metrics):
+        return {"dataset": dataset, "num_samples": 0, "seed": seed, "results": results}
     samples = model.sample(num_samples, seed=seed, progress=progress)
-    results: dict[str, Any] = {}
     fidelity = tuple(m for m in metrics if m in FIDELITY_METRICS)
     if fidelity:
         reference, _ = load_images(dataset, train=False)
@@ -70,7 +77,7 @@ def card_results(evaluation: dict[str, Any], dataset_name: str) -> list[dict[str
     entries = []
     for name, result in evaluation["results"].items():
         protocol = result["protocol"]
-        evaluator = protocol.get("feature_extractor") or protocol.get("classifier")
+        evaluator = protocol.get("feature_extractor") or protocol.get("classifier") or protocol.get("score") or "-"
         spread = f" ± {result['std']:.2f}" if "std" in result else ""
         entries.append(
             {
