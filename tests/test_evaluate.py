@@ -111,3 +111,11 @@ def test_density_metrics_of_a_per_class_flow(data_dir):
 def test_density_metrics_need_a_density():
     with pytest.raises(ValueError, match="OOD AUROC needs one density model per class"):
         evaluate(Replay(torch.zeros(1, 1, 28, 28), torch.zeros(1)), "mnist", metrics=("ood_auroc",))
+
+
+def test_audit_of_the_shipped_digit_model_rebuilds_its_member_split(data_dir):
+    report = evaluate("dp-lflow-mnist-digit3-eps10", "mnist", metrics=("audit",), label=3, audit_size=200)
+    audit = report["results"]["audit"]
+    assert 0 <= audit["value"] <= 1 and "likelihood" in audit and audit["protocol"]["members"] == 200
+    with pytest.raises(ValueError, match="the audit rebuilds the member split"):
+        evaluate("dp-lflow-mnist-digit3-eps10", "mnist", metrics=("audit",), label=4, audit_size=10)

@@ -66,6 +66,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         runs=args.runs,
         epochs=args.epochs,
         feature_extractor_weights_path=args.feature_extractor_weights,
+        label=args.label,
     )
     print(f"{'metric':<14}{'value':>10}{'± std':>9}  protocol")
     for name, result in evaluation["results"].items():
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("model", help="model id, folder, or hf-hub:org/name")
     evaluate.add_argument("--dataset", default="mnist", help="real data to compare with (default: mnist)")
     evaluate.add_argument("--metrics", default="fid_lenet,cas", help="comma-separated (default: fid_lenet,cas)")
+    evaluate.add_argument("--label", type=int, default=None, help="compare with one class only (one-class models)")
     evaluate.add_argument("--num-samples", type=int, default=10_000, help="synthetic samples (default: 10000)")
     evaluate.add_argument("--runs", type=int, default=5, help="CAS training runs (default: 5)")
     evaluate.add_argument("--epochs", type=int, default=10, help="CAS epochs for MLP/CNN/ResNet (default: 10)")

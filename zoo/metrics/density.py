@@ -21,10 +21,10 @@ def _log_prob(model: Any, images: torch.Tensor, labels: torch.Tensor | None = No
         )
 
 
-def ood_auroc(model: Any, dataset: str) -> dict[str, Any]:
+def ood_auroc(model: Any, dataset: str, label: int | None = None) -> dict[str, Any]:
     """DP-LFlow §4.4: class k's model scores the whole test split; class-k images are
     in-distribution, the rest out-of-distribution. AUROC per class and their mean."""
-    if getattr(model, "num_classes", None) is None or not hasattr(model, "parts"):
+    if label is not None or getattr(model, "num_classes", None) is None or not hasattr(model, "parts"):
         raise ValueError(f"OOD AUROC needs one density model per class; {model.method} is not one")
     images, labels = load_images(dataset, train=False)
     per_class = {}
@@ -38,16 +38,22 @@ def ood_auroc(model: Any, dataset: str) -> dict[str, Any]:
     }
 
 
-def heldout_log_likelihood(model: Any, dataset: str) -> dict[str, Any]:
-    """Mean log-likelihood of the real test split under the model, in nats per modelled dimension."""
+def heldout_log_likelihood(model: Any, dataset: str, label: int | None = None) -> dict[str, Any]:
+    """Mean log-likelihood of the real test split (or its class ``label``) under the model,
+    in nats per modelled dimension."""
     if not hasattr(model, "log_prob"):
         raise ValueError(f"{model.method} has no log_prob")
     images, labels = load_images(dataset, train=False)
+    if label is not None:
+        images, labels = images[labels == label], labels[labels == label]
     conditional = getattr(model, "num_classes", None) is not None
     scores = _log_prob(model, images, labels if conditional else None)
     dims = int(model.log_prob_dims)
     return {
         "value": float(scores.mean()) / dims,
         "unit": f"nats per dimension ({model.log_prob_space}, {dims} dims)",
-        "protocol": {"data": f"{dataset} official test split", "labels": "true labels" if conditional else None},
+        "protocol": {
+            "data": f"{dataset} official test split" + ("" if label is None else f", class {label}"),
+            "labels": "true labels" if conditional else None,
+        },
     }

@@ -1,4 +1,4 @@
-"""``zoo.evaluate``: one call for the quality of a private generator."""
+"""``zoo.evaluate``: one call for the quality of a private generator, and how much it leaks."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.metrics.audit import membership_audit
 from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
 from zoo.metrics.density import heldout_log_likelihood, ood_auroc
@@ -13,7 +14,7 @@ from zoo.metrics.fidelity import FIDELITY_METRICS, fidelity_metrics
 
 CAS_METRICS = ("cas", *(f"cas_{c}" for c in CLASSIFIERS))
 DENSITY_METRICS = {"ood_auroc": ood_auroc, "log_likelihood": heldout_log_likelihood}
-METRICS = (*FIDELITY_METRICS, *CAS_METRICS, *DENSITY_METRICS)
+METRICS = (*FIDELITY_METRICS, *CAS_METRICS, *DENSITY_METRICS, "audit")
 
 
 def evaluate(
@@ -26,6 +27,8 @@ def evaluate(
     epochs: int = 10,
     feature_extractor_weights_path: str | None = None,
     progress: bool = True,
+    label: int | None = None,
+    audit_size: int = 2000,
 ) -> dict[str, Any]:
     """Evaluate a generator against the real ``dataset``; returns values, spreads and protocols.
 
@@ -34,7 +37,9 @@ def evaluate(
     ``num_samples`` samples with the real test split; ``fid`` needs Inception weights
     (downloaded by torch-fidelity, or ``feature_extractor_weights_path``), ``fid_lenet`` uses
     dpzoo's small extractor and is reported under that name. ``ood_auroc`` and
-    ``log_likelihood`` need models with ``log_prob``.
+    ``log_likelihood`` need models with ``log_prob``. ``label`` restricts the real data to one
+    class (for a model of one class). ``audit`` attacks the model with ``audit_size`` members
+    of the training split it saw and as many held-out images (the validation split).
     """
     from zoo.loading import load
 
@@ -47,15 +52,20 @@ def evaluate(
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:
         raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional; drop the cas metrics")
+    if classifiers and label is not None:
+        raise ValueError("CAS needs every class: drop label or the cas metrics")
     results: dict[str, Any] = {
-        name: DENSITY_METRICS[name](model, dataset) for name in metrics if name in DENSITY_METRICS
+        name: DENSITY_METRICS[name](model, dataset, label) for name in metrics if name in DENSITY_METRICS
     }
-    if not any(m in FIDELITY_METRICS or m.startswith("cas") for m in metrics):
-        return {"dataset": dataset, "num_samples": 0, "seed": seed, "results": results}
-    samples = model.sample(num_samples, seed=seed, progress=progress)
+    if "audit" in metrics:
+        results["audit"] = _audit(model, dataset, label, audit_size, seed)
     fidelity = tuple(m for m in metrics if m in FIDELITY_METRICS)
+    if fidelity or classifiers:
+        samples = model.sample(num_samples, seed=seed, progress=progress)
     if fidelity:
-        reference, _ = load_images(dataset, train=False)
+        reference, reference_labels = load_images(dataset, train=False)
+        if label is not None:
+            reference = reference[reference_labels == label]
         results.update(
             fidelity_metrics(samples, reference, fidelity, dataset, feature_extractor_weights_path, progress)
         )
@@ -65,7 +75,27 @@ def evaluate(
                 model, dataset, classifiers, num_samples, runs, epochs, seed, samples=samples
             )
         )
-    return {"dataset": dataset, "num_samples": num_samples, "seed": seed, "results": results}
+    return {"dataset": dataset, "label": label, "num_samples": num_samples, "seed": seed, "results": results}
+
+
+def _audit(model: Any, dataset: str, label: int | None, size: int, seed: int) -> dict[str, Any]:
+    """Rebuild the split the model was trained on from its ledger's dataset id, and attack it."""
+    from zoo.data import ImageDataModule
+
+    data = ImageDataModule(dataset, label=label)
+    entries = getattr(model, "privacy_ledger", None)
+    trained_on = {name for e in (entries.entries if entries else []) for name in (e.dataset_id, e.partition_of)}
+    if data.dataset_id not in trained_on:
+        raise ValueError(
+            f"the audit rebuilds the member split {data.dataset_id}, but the model's ledger names "
+            f"{sorted(n for n in trained_on if n)}"
+        )
+    data.setup()
+    members = tuple(t[:size] for t in data.train_set.tensors)
+    non_members = tuple(t[:size] for t in data.validation_set.tensors)
+    report = membership_audit(model, members, non_members, num_samples=size, seed=seed)
+    nearest = report["nearest_neighbour"]
+    return {"value": nearest["auroc"], "tpr_at_1pct_fpr": nearest["tpr_at_1pct_fpr"], **report}
 
 
 def _classifiers(metric: str) -> tuple[str, ...]:
@@ -77,7 +107,12 @@ def card_results(evaluation: dict[str, Any], dataset_name: str) -> list[dict[str
     entries = []
     for name, result in evaluation["results"].items():
         protocol = result["protocol"]
-        evaluator = protocol.get("feature_extractor") or protocol.get("classifier") or protocol.get("score") or "-"
+        evaluator = (
+            protocol.get("feature_extractor")
+            or protocol.get("classifier")
+            or protocol.get("score")
+            or protocol.get("note")
+        )
         spread = f" ± {result['std']:.2f}" if "std" in result else ""
         entries.append(
             {
