@@ -18,9 +18,9 @@ needs_extractor = pytest.mark.skipif(not extractor_weights("mnist").exists(), re
 @needs_extractor
 def test_fid_lenet_is_zero_against_itself_and_large_against_noise(data_dir):
     real, _ = load_images("mnist", train=False)
-    same = fidelity_metrics(real[:2000], real[:2000], ("fid_lenet",), "mnist", progress=False)["fid_lenet"]
-    other_half = fidelity_metrics(real[:2000], real[2000:4000], ("fid_lenet",), "mnist", progress=False)["fid_lenet"]
-    noise = fidelity_metrics(torch.rand(2000, 1, 28, 28), real[:2000], ("fid_lenet",), "mnist", progress=False)
+    same = fidelity_metrics(real[:2000], real[:2000], ("fid_lenet",), "mnist")["fid_lenet"]
+    other_half = fidelity_metrics(real[:2000], real[2000:4000], ("fid_lenet",), "mnist")["fid_lenet"]
+    noise = fidelity_metrics(torch.rand(2000, 1, 28, 28), real[:2000], ("fid_lenet",), "mnist")
     assert abs(same["value"]) < 1e-3
     assert noise["fid_lenet"]["value"] > 100 * max(other_half["value"], 1e-2)
     assert same["protocol"]["feature_extractor"].startswith("lenet-mnist")
@@ -29,7 +29,7 @@ def test_fid_lenet_is_zero_against_itself_and_large_against_noise(data_dir):
 def test_inception_metrics_without_weights_say_how_to_provide_them(tmp_path):
     images = torch.rand(10, 1, 28, 28)
     with pytest.raises(FeatureWeightsUnavailable, match="feature_extractor_weights_path"):
-        fidelity_metrics(images, images, ("fid",), "mnist", weights_path=str(tmp_path / "missing.pth"), progress=False)
+        fidelity_metrics(images, images, ("fid",), "mnist", weights_path=str(tmp_path / "missing.pth"))
 
 
 @needs_extractor

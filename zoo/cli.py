@@ -55,6 +55,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from zoo.hub import record_evaluation
     from zoo.loading import resolve
     from zoo.metrics import evaluate
+    from zoo.metrics.evaluate import evaluator_of
 
     folder = resolve(args.model)
     evaluation = evaluate(
@@ -71,8 +72,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(f"{'metric':<14}{'value':>10}{'± std':>9}  protocol")
     for name, result in evaluation["results"].items():
         spread = f"{result['std']:>9.3f}" if "std" in result else " " * 9
-        evaluator = result["protocol"].get("feature_extractor") or result["protocol"].get("classifier")
-        print(f"{name:<14}{result['value']:>10.3f}{spread}  {evaluator}")
+        print(f"{name:<14}{result['value']:>10.3f}{spread}  {evaluator_of(result)}")
     if args.json:
         Path(args.json).write_text(json.dumps(evaluation, indent=2) + "\n")
         print(f"wrote {args.json}")

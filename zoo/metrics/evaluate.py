@@ -66,9 +66,7 @@ def evaluate(
         reference, reference_labels = load_images(dataset, train=False)
         if label is not None:
             reference = reference[reference_labels == label]
-        results.update(
-            fidelity_metrics(samples, reference, fidelity, dataset, feature_extractor_weights_path, progress)
-        )
+        results.update(fidelity_metrics(samples, reference, fidelity, dataset, feature_extractor_weights_path))
     if classifiers:
         results.update(
             classifier_accuracy_on_synthetic(
@@ -102,17 +100,21 @@ def _classifiers(metric: str) -> tuple[str, ...]:
     return ("lr", "mlp", "cnn") if metric == "cas" else (metric.removeprefix("cas_"),)
 
 
+def evaluator_of(result: dict[str, Any]) -> str:
+    """What produced a result: the feature extractor, classifier, score or attack."""
+    protocol = result["protocol"]
+    for key in ("feature_extractor", "classifier", "score"):
+        if protocol.get(key):
+            return str(protocol[key])
+    return "nearest-neighbour membership attack" if "nearest_neighbour" in result else "log_prob"
+
+
 def card_results(evaluation: dict[str, Any], dataset_name: str) -> list[dict[str, Any]]:
     """``model-index`` entries for a card, each naming its evaluator."""
     entries = []
     for name, result in evaluation["results"].items():
         protocol = result["protocol"]
-        evaluator = (
-            protocol.get("feature_extractor")
-            or protocol.get("classifier")
-            or protocol.get("score")
-            or protocol.get("note")
-        )
+        evaluator = evaluator_of(result)
         spread = f" ± {result['std']:.2f}" if "std" in result else ""
         entries.append(
             {
@@ -122,7 +124,9 @@ def card_results(evaluation: dict[str, Any], dataset_name: str) -> list[dict[str
                 "metric_type": name,
                 "metric_name": f"{name} ({evaluator}){spread}",
                 "metric_value": round(result["value"], 3),
-                "metric_config": "; ".join(f"{k}={v}" for k, v in protocol.items() if v is not None),
+                "metric_config": "; ".join(
+                    f"{k}={v}" for k, v in {"unit": result.get("unit"), **protocol}.items() if v is not None
+                ),
             }
         )
     return entries

@@ -53,7 +53,6 @@ def fidelity_metrics(
     metrics: tuple[str, ...],
     dataset: str,
     weights_path: str | None = None,
-    progress: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Compare ``samples`` with ``reference`` (both float in [0, 1], N×C×H×W)."""
     unknown = set(metrics) - set(FIDELITY_METRICS)
@@ -65,15 +64,13 @@ def fidelity_metrics(
     if lenet:
         extractor = register_lenet(dataset)
         results.update(
-            _run(samples, reference, lenet, LENET_METRICS, extractor, None, f"{extractor} ({FEATURE_LAYER})", progress)
+            _run(samples, reference, lenet, LENET_METRICS, extractor, None, f"{extractor} ({FEATURE_LAYER})")
         )
     if inception:
         weights = weights_path or os.environ.get(WEIGHTS_ENV)
         for metric in inception:
             extractor = "vgg16" if metric == "prc" else "inception-v3-compat"
-            results.update(
-                _run(samples, reference, [metric], INCEPTION_METRICS, extractor, weights, extractor, progress)
-            )
+            results.update(_run(samples, reference, [metric], INCEPTION_METRICS, extractor, weights, extractor))
     return results
 
 
@@ -85,7 +82,6 @@ def _run(
     extractor: str,
     weights: str | None,
     extractor_label: str,
-    progress: bool,
 ) -> dict[str, dict[str, Any]]:
     flags = {kinds[name]: True for name in names}
     kid_size = min(1000, len(samples), len(reference))
@@ -98,7 +94,7 @@ def _run(
             feature_extractor_weights_path=weights,
             kid_subset_size=kid_size,
             cache=False,
-            verbose=progress,
+            verbose=False,  # its printout calls every FID "Frechet Inception Distance"
             **flags,
         )
     except (OSError, RuntimeError) as error:  # urllib errors are OSErrors
