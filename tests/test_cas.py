@@ -41,6 +41,8 @@ def test_cnn_matches_the_papers_architecture():
         "Linear",
     ]
     assert cnn(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+    resnet = build_network("resnet", (1, 28, 28), 10)
+    assert resnet(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
     mlp = build_network("mlp", (1, 28, 28), 10)
     assert [m.out_features for m in mlp if isinstance(m, nn.Linear)] == [100, 10]
 
