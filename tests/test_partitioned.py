@@ -6,6 +6,7 @@ from torch.utils.data import TensorDataset
 
 from lightning_modules import DPLFlow, PerClassModel
 from tests.test_hub import TINY
+from tests.test_zoo_api import FIT_RECIPE
 from tests.toys import ToyData, tiny_trainer
 from zoo.cli import main
 from zoo.hub import from_pretrained, save_pretrained
@@ -56,28 +57,8 @@ def test_per_class_round_trip(per_class, tmp_path):
     assert "dp-lflow (one model per class)" in (tmp_path / "per-class" / "README.md").read_text()
 
 
-RECIPE = """
-model:
-  class_path: lightning_modules.DPLFlow
-  init_args: {channels: [4, 8], latent_dim: 4, flow_blocks: 2, flow_hidden: 16}
-data:
-  class_path: zoo.data.ImageDataModule
-  init_args: {dataset: mnist, sample_rate: 0.05, validation_size: 1000}
-trainer:
-  max_steps: 2
-  accelerator: cpu
-  logger: false
-  enable_checkpointing: false
-  enable_progress_bar: false
-  limit_val_batches: 0
-  callbacks:
-    - class_path: zoo.privacy.DPCallback
-      init_args: {target_epsilon: 3.0, max_grad_norm: 0.1, accountant: rdp}
-"""
-
-
 def test_fit_per_class_trains_each_partition_at_the_target(data_dir, tmp_path):
-    (tmp_path / "recipe.yaml").write_text(RECIPE)
+    (tmp_path / "recipe.yaml").write_text(FIT_RECIPE)  # --per_class overrides its label
     out = tmp_path / "two-digits"
     assert (
         main(["fit", "--config", str(tmp_path / "recipe.yaml"), "--per_class", "2", "--save_pretrained", str(out)]) == 0
@@ -87,4 +68,4 @@ def test_fit_per_class_trains_each_partition_at_the_target(data_dir, tmp_path):
     assert [e.dataset_id.rsplit("=", 1)[1] for e in entries] == ["0", "1"]
     assert len({e.partition_of for e in entries}) == 1 and all(e.steps == 2 for e in entries)
     (guarantee,) = model.privacy_ledger.guarantees().values()
-    assert guarantee["epsilon"] <= 3.0
+    assert guarantee["epsilon"] <= 5.0
