@@ -18,7 +18,7 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 
 demo: $(BIN)/.installed
 	$(BIN)/dpzoo list
-	$(BIN)/dpzoo sample dp-lflow-mnist-digit3-eps10 --n 64 --out demo/samples.png
+	$(BIN)/dpzoo sample dp-lflow-mnist-eps1 --n 100 --nrow 10 --out demo/samples.png
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check zoo lightning_modules tests benchmarks

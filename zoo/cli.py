@@ -22,9 +22,9 @@ def _list(args: argparse.Namespace) -> int:
     if not models:
         print("no models yet: train one with `dpzoo fit --config configs/<recipe>.yaml`")
         return 0
-    print(f"{'model id':<36}{'method':<14}{'ε':>8}{'δ':>9}  dataset")
+    print(f"{'model id':<30}{'method':<32}{'ε':>8}{'δ':>9}  dataset")
     for m in models:
-        print(f"{m['model_id']:<36}{m['method']:<14}{m['epsilon']:>8.3g}{m['delta']:>9.0e}  {m['dataset']}")
+        print(f"{m['model_id']:<30}{m['method']:<32}{m['epsilon']:>8.3g}{m['delta']:>9.0e}  {m['dataset']}")
     return 0
 
 
@@ -45,6 +45,11 @@ def _sample(args: argparse.Namespace) -> int:
             f"privacy: (ε = {guarantee['epsilon']:.3g}, δ = {guarantee['delta']:g})-DP for {dataset} "
             f"({', '.join(guarantee['accountants'])} accountant)"
         )
+    evaluation = (getattr(model, "pretrained_config", None) or {}).get("evaluation")
+    if evaluation:
+        print(f"evaluation ({evaluation['command']}):")
+        for result in evaluation["results"]:
+            print(f"  {result['metric_name']}: {result['metric_value']}")
     return 0
 
 
