@@ -4,6 +4,7 @@ releases, and how it generates; ``sample`` adds the checks, seeding and batching
 from __future__ import annotations
 
 import inspect
+import secrets
 from typing import Any, ClassVar
 
 import pytorch_lightning as pl
@@ -53,7 +54,7 @@ class DPGenerativeModel(pl.LightningModule):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         label_tensor = self._checked_labels(n, labels)
-        generator = torch.Generator().manual_seed(seed if seed is not None else torch.seed())
+        generator = torch.Generator().manual_seed(seed if seed is not None else secrets.randbits(63))
         was_training = self.training
         self.eval()
         chunks = []
