@@ -31,8 +31,8 @@ from zoo.privacy.accounting import calibrate_noise_multiplier, max_steps_within
 from zoo.privacy.barriers import DP_SGD_BARRIERS, PrivacyBarrier, declared_barrier, declared_private_modules
 from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
-from zoo.privacy.noise import noise_generator
 from zoo.privacy.per_example import PerExampleGradients, create_engine
+from zoo.privacy.randomness import private_generator
 from zoo.privacy.sampling import poisson_batches_of
 from zoo.privacy.sanitizer import GradientSanitizer
 from zoo.privacy.validation import (
@@ -104,7 +104,7 @@ class DPCallback(pl.Callback):
             raise PrivacyConfigError(f"planned_steps must be a positive integer, got {planned_steps!r}")
         self.planned_steps = planned_steps
         self.dataset_id = dataset_id
-        self._noise_generator = noise_generator(noise_seed)
+        self._noise_generator = private_generator(noise_seed)
 
         self.ledger = PrivacyLedger()
         self.entry: LedgerEntry | None = None

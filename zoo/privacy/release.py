@@ -8,7 +8,7 @@ from torch import Tensor
 from zoo.privacy.accounting import calibrate_noise_multiplier
 from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
-from zoo.privacy.noise import noise_generator
+from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import (
     check_accountant,
     check_delta,
@@ -49,7 +49,7 @@ def gaussian_release(
         sigma = calibrate_noise_multiplier(check_epsilon(target_epsilon), delta, 1.0, 1, accountant)  # type: ignore[arg-type]
     else:
         sigma = check_positive(noise_multiplier, "noise_multiplier")
-    generator = generator or noise_generator()
+    generator = generator or private_generator()
     noise = torch.randn(statistic.shape, generator=generator, dtype=statistic.dtype).to(statistic.device)
     entry = LedgerEntry(
         mechanism="gaussian",

@@ -8,12 +8,12 @@ ranks is exactly one Poisson sample of the whole dataset at rate q.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, default_collate
 
+from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_sample_rate
 
 
@@ -56,11 +56,8 @@ class PoissonBatches(IterableDataset):
 
     def __iter__(self):
         rank, world_size = _rank_and_world_size()
-        generator = torch.Generator()
-        if self.seed is None:
-            generator.manual_seed(secrets.randbits(63))
-        else:
-            generator.manual_seed(hash((self.seed, self._epochs_started, rank)) % 2**63)
+        seed = None if self.seed is None else hash((self.seed, self._epochs_started, rank)) % 2**63
+        generator = private_generator(seed)
         self._epochs_started += 1
         shard = torch.arange(rank, self.dataset_size, world_size)
         for _ in range(self.steps_per_epoch):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from zoo.privacy.noise import noise_generator
+from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_positive
 
 
@@ -29,7 +29,7 @@ class GradientSanitizer:
         if loss_reduction not in ("mean", "sum"):
             raise ValueError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
         self.loss_reduction = loss_reduction
-        self.generator = generator or noise_generator()
+        self.generator = generator or private_generator()
         self.rows_sanitized = 0
 
     def __call__(self, tensor: Tensor) -> Tensor:
