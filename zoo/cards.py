@@ -107,11 +107,12 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
         "| dataset | mechanism | σ | C | sampling rate | steps | δ | accountant | ε |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    epsilons = {d: ledger.epsilon(d) for d in dict.fromkeys(e.dataset_id for e in ledger.entries)}
     for entry in ledger.entries:
         lines.append(
             f"| {entry.dataset_id} | {entry.mechanism} | {entry.noise_multiplier:.4g} | {entry.clip_norm:g} | "
             f"{entry.sample_rate:g} | {entry.steps} | {entry.delta:g} | {entry.accountant} | "
-            f"{ledger.epsilon(entry.dataset_id):.4g} |"
+            f"{epsilons[entry.dataset_id]:.4g} |"
         )
     lines += ["", *_composition_notes(privacy), ""]
     recipe = config.get("recipe") or {}
