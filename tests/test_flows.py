@@ -31,3 +31,24 @@ def test_realnvp_density_integrates_to_one_in_2d():
     density = flow.log_prob(torch.stack([xx.flatten(), yy.flatten()], 1)).exp()
     cell = (grid[1] - grid[0]) ** 2
     assert abs((density.sum() * cell).item() - 1.0) < 0.01
+
+
+def test_flow_trains_encoder_switch_controls_the_flow_gradient_into_the_encoder():
+    from lightning_modules import DPLFlow
+
+    torch.manual_seed(3)
+    images = torch.rand(5, 1, 8, 8)
+    tiny = dict(image_shape=(1, 8, 8), channels=(4, 8), latent_dim=4, flow_blocks=2, flow_hidden=8)
+
+    def encoder_gradient(model, loss):
+        model.zero_grad()
+        loss.sum().backward()
+        return torch.cat([p.grad.flatten() for p in model.encoder.parameters()])
+
+    for joint in (True, False):
+        model = DPLFlow(**tiny, flow_trains_encoder=joint)
+        total = encoder_gradient(model, model.per_example_loss(images))
+        reconstruction_only = encoder_gradient(
+            model, (model.decoder(model.encoder(images)) - images).square().flatten(1).sum(1)
+        )
+        assert torch.allclose(total, reconstruction_only) is not joint
