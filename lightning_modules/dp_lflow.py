@@ -32,18 +32,21 @@ class DPLFlow(DPGenerativeModel):
         flow_blocks: int = 9,
         flow_hidden: int = 200,
         temperature: float = 1.0,
-        learning_rate: float = 1e-3,
+        learning_rate: float = 4e-3,
         postprocess: dict[str, float] | None = None,
-        flow_trains_encoder: bool = True,
+        flow_trains_encoder: bool = False,
     ) -> None:
         """``postprocess``: settings of :class:`SmoothSharpen` applied to every sample (off when None).
         Free under DP; kept in config.json so a checkpoint's samples are reproducible.
 
         ``flow_trains_encoder``: whether the flow's NLL also back-propagates into the encoder
-        (paper eq. 5 read literally). The flow's log-determinant rewards shrinking the codes,
-        so under DP-SGD the encoder collapses them (per-dimension std 0.008 after the paper's
-        300 steps) and the clipped gradient goes to that instead of the decoder. When False the
-        encoder learns from reconstruction only and the flow models its codes."""
+        (paper eq. 5 read literally). The flow's log-determinant rewards shrinking the codes, and
+        under DP-SGD the encoder does just that: on MNIST digit 3 (300 steps, q = 0.1, C = 0.1)
+        the codes collapse to a per-dimension std of 0.002-0.012 and the decoder learns only the
+        mean image (validation reconstruction error 45, the mean image's 44.9). With False
+        (default) the encoder learns from reconstruction only and the flow models its codes:
+        error 17.7 at ε = 10 and 29.6 at ε = 1 with learning rate 3e-3 (below that it too stays
+        at the mean image)."""
         super().__init__()
         self.save_hyperparameters()
         self.postprocess = None if postprocess is None else SmoothSharpen.from_config(postprocess)

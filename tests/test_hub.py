@@ -169,3 +169,15 @@ def test_card_model_index_names_the_evaluator(saved, tmp_path):
         12.5,
         "extractor=toy, 64 samples",
     )
+
+
+def test_card_shows_per_class_results(saved, tmp_path):
+    result = {"task_type": "image-generation", "dataset_type": "toy", "dataset_name": "toy", "metric_type": "ood_auroc"}
+    evaluation = {
+        "command": "made up for the test",
+        "results": [dict(result, metric_value=0.75)],
+        "details": {"results": {"ood_auroc": {"value": 0.75, "per_class": {"0": 0.5, "1": 1.0}}}},
+    }
+    card = (save_pretrained(saved[0], tmp_path / "per-class", evaluation=evaluation) / "README.md").read_text()
+    assert "| class | 0 | 1 | mean |" in card
+    assert "| ood_auroc | 0.500 | 1.000 | 0.750 |" in card

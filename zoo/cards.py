@@ -131,6 +131,7 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
                 f"| {result.get('metric_name') or result['metric_type']} | {result['metric_value']} | "
                 f"{result.get('metric_config', '')} |"
             )
+        lines += _per_class_tables(evaluation.get("details", {}).get("results", {}))
     else:
         lines.append("Not evaluated yet.")
     lines += [
@@ -145,6 +146,25 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
         "",
     ]
     return "\n".join(lines)
+
+
+def _per_class_tables(details: dict[str, Any]) -> list[str]:
+    """One row per metric that was also measured class by class (OOD AUROC of each class's model)."""
+    lines: list[str] = []
+    for metric, result in details.items():
+        per_class = result.get("per_class") if isinstance(result, dict) else None
+        if not per_class:
+            continue
+        classes = list(per_class)
+        lines += [
+            "",
+            f"{metric} per class:",
+            "",
+            "| class | " + " | ".join(classes) + " | mean |",
+            "|---" * (len(classes) + 2) + "|",
+            f"| {metric} | " + " | ".join(f"{per_class[c]:.3f}" for c in classes) + f" | {result['value']:.3f} |",
+        ]
+    return lines
 
 
 def _composition_notes(privacy: dict[str, Any]) -> list[str]:
