@@ -103,3 +103,31 @@ def test_linear_subclasses_go_to_opacus_because_their_gradients_may_differ():
             return nn.functional.linear(x, self.weight.tril(), self.bias)
 
     assert create_engine([MaskedLinear(3, 3)], "auto").mode == "hooks"
+
+
+def test_ghost_is_exact_for_masked_and_rowwise_layers_of_a_maf():
+    """Against a loop over examples: covers masked weights and ActNorm's parameter-only log-det."""
+    from lightning_modules.nets.maf import MAF
+    from zoo.privacy.layers import MaskedLinear
+
+    torch.manual_seed(0)
+    flow = MAF(dim=3, blocks=2, hidden=8, actnorm=True)
+    sequence = MaskedLinear(3, 2, torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]))
+    x = torch.randn(5, 3)
+    params = [*flow.parameters(), *sequence.parameters()]
+
+    def per_example_loss(rows):
+        return -flow.log_prob(rows) + sequence(rows[:, None, :].repeat(1, 4, 1)).square().sum((1, 2))
+
+    engine = GhostClipping([flow, sequence])
+    per_example_loss(x).sum().backward()
+    weights = torch.linspace(0.2, 1.0, 5)
+    norms, sums = engine.squared_norms(), engine.weighted_sum(weights)
+    engine.close()
+    expected = [torch.autograd.grad(per_example_loss(x[i : i + 1]).sum(), params) for i in range(5)]
+    expected_norms = torch.stack([sum(g.square().sum() for g in grads) for grads in expected])
+    torch.testing.assert_close(norms, expected_norms, rtol=1e-4, atol=1e-5)
+    for index, total in enumerate(sums):
+        expected_sum = sum(w * grads[index] for w, grads in zip(weights, expected, strict=True))
+        torch.testing.assert_close(total, expected_sum, rtol=1e-4, atol=1e-5)
+    assert all(layer.row_capture is None for layer in engine.rowwise_layers)

@@ -14,16 +14,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-
-class MaskedLinear(nn.Linear):
-    """Linear layer whose weight is multiplied by a fixed 0/1 mask (out × in)."""
-
-    def __init__(self, in_features: int, out_features: int, mask: Tensor) -> None:
-        super().__init__(in_features, out_features)
-        self.register_buffer("mask", mask.float())
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight * self.mask, self.bias)
+from zoo.privacy.layers import MaskedLinear, RowwiseParameters
 
 
 class MADE(nn.Module):
@@ -52,8 +43,10 @@ class MADE(nn.Module):
         return shift, torch.tanh(log_scale)  # bounded scales keep noisy training stable
 
 
-class ActNorm(nn.Module):
-    """Per-feature affine map z = (x − loc) · exp(−log_scale); identity at construction."""
+class ActNorm(RowwiseParameters):
+    """Per-feature affine map z = (x − loc) · exp(−log_scale); identity at construction.
+
+    Parameters are read per row so that per-example gradients include the log-determinant."""
 
     def __init__(self, dim: int) -> None:
         super().__init__()
@@ -67,7 +60,8 @@ class ActNorm(nn.Module):
         self.log_scale.copy_(std.clamp_min(1e-3).log())
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        return (x - self.loc) * torch.exp(-self.log_scale), (-self.log_scale).sum().expand(x.shape[0])
+        loc, log_scale = self.per_row(self.loc, len(x)), self.per_row(self.log_scale, len(x))
+        return (x - loc) * torch.exp(-log_scale), -log_scale.sum(1)
 
     def inverse(self, z: Tensor) -> Tensor:
         return z * torch.exp(self.log_scale) + self.loc

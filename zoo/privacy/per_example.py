@@ -4,12 +4,13 @@ Every engine captures, during an ordinary backward pass, enough to give for each
 i of the batch the norm of its gradient contribution g_i (over all private parameters
 jointly) and the weighted sum Σ_i w_i g_i. Clipping is then ``w_i = min(1, C/‖g_i‖)``.
 
-- ``ghost``: book-keeping ghost clipping (Bu et al., 2023), implemented here for Linear
-  and Conv2d. One backward pass; Linear layers never materialise per-example gradients
+- ``ghost``: book-keeping ghost clipping (Bu et al., 2023), implemented here for Linear,
+  Conv2d and the layers of ``zoo.privacy.layers`` (masked Linear, row-wise parameters).
+  One backward pass; Linear layers never materialise per-example gradients
   (‖g_i‖ = ‖a_i‖·‖δ_i‖), convolutions pick the cheaper of materialising or Gram matrices.
 - ``hooks``: Opacus' GradSampleModule grad samplers, materialising ``p.grad_sample``.
 - ``functorch``: Opacus with ``force_functorch=True`` (vmap over torch.func.grad).
-- ``auto``: ``ghost`` when every parametrised layer is Linear/Conv2d, else ``hooks``.
+- ``auto``: ``ghost`` when it supports every parametrised layer, else ``hooks``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from opacus import GradSampleModule
 from torch import Tensor, nn
 
 from zoo.privacy.errors import PrivacyConfigError
+from zoo.privacy.layers import MaskedLinear, RowwiseParameters
 
 MODES = ("auto", "ghost", "hooks", "functorch")
 
@@ -74,15 +76,21 @@ class GhostClipping:
         unsupported = self.unsupported_layers(modules)
         if unsupported:
             raise PrivacyConfigError(
-                f"per_example_mode='ghost' supports Linear and Conv2d (groups=1, numeric padding, zero "
-                f"padding mode) only; found {sorted(unsupported)}. Use per_example_mode='hooks' or 'auto'."
+                f"per_example_mode='ghost' supports Linear, Conv2d (groups=1, numeric padding, zero "
+                f"padding mode) and the layers of zoo.privacy.layers only; found {sorted(unsupported)}. "
+                "Use per_example_mode='hooks' or 'auto'."
             )
-        self.layers = [m for module in modules for m in module.modules() if list(m.parameters(recurse=False))]
-        self.params = [p for layer in self.layers for p in _trainable(layer)]
+        layers = [m for module in modules for m in module.modules() if list(m.parameters(recurse=False))]
+        self.layers = [m for m in layers if not isinstance(m, RowwiseParameters)]
+        self.rowwise_layers = [m for m in layers if isinstance(m, RowwiseParameters)]
+        self.params = [p for layer in layers for p in _trainable(layer)]
         self._activations: dict[nn.Module, list[Tensor]] = {layer: [] for layer in self.layers}
         self._backprops: dict[nn.Module, list[Tensor]] = {layer: [] for layer in self.layers}
+        self._row_grads: dict[nn.Parameter, list[Tensor]] = {p: [] for m in self.rowwise_layers for p in _trainable(m)}
         self._per_example_weight_grads: dict[nn.Module, Tensor] = {}
         self._handles = [layer.register_forward_hook(self._capture) for layer in self.layers]
+        for layer in self.rowwise_layers:
+            layer.row_capture = self._capture_rows
 
     @staticmethod
     def unsupported_layers(modules: Sequence[nn.Module]) -> set[str]:
@@ -91,8 +99,8 @@ class GhostClipping:
             for layer in module.modules():
                 if not list(layer.parameters(recurse=False)):
                     continue
-                if type(layer) is nn.Linear:  # subclasses (masked Linear, ...) may change the gradient
-                    continue
+                if type(layer) in (nn.Linear, MaskedLinear) or isinstance(layer, RowwiseParameters):
+                    continue  # other Linear subclasses may change the gradient
                 if (
                     type(layer) is nn.Conv2d
                     and layer.groups == 1
@@ -109,6 +117,22 @@ class GhostClipping:
         self._activations[layer].append(inputs[0].detach())
         output.register_hook(lambda grad: self._backprops[layer].append(grad.detach()))
 
+    def _capture_rows(self, layer: RowwiseParameters, parameter: nn.Parameter, expanded: Tensor) -> None:
+        expanded.register_hook(lambda grad: self._row_grads[parameter].append(grad.detach()))
+
+    def _rows(self) -> list[tuple[nn.Parameter, Tensor]]:
+        """Per-example gradients of row-wise parameters, shape (B, *parameter.shape)."""
+        rows = []
+        for parameter, grads in self._row_grads.items():
+            if len(grads) > 1:
+                raise PrivacyConfigError(
+                    "a row-wise parameter was read several times in one private backward pass; "
+                    "read it once per forward (one per_row call)."
+                )
+            if grads:
+                rows.append((parameter, grads[0].float()))
+        return rows
+
     def _pairs(self) -> list[tuple[nn.Module, Tensor, Tensor]]:
         pairs = []
         for layer in self.layers:
@@ -124,24 +148,32 @@ class GhostClipping:
         return pairs
 
     def batch_size(self) -> int | None:
-        pairs = self._pairs()
-        return pairs[0][1].shape[0] if pairs else None
+        firsts = [a for _, a, _ in self._pairs()] + [g for _, g in self._rows()]
+        return firsts[0].shape[0] if firsts else None
 
     def squared_norms(self) -> Tensor:
-        pairs = self._pairs()
-        total = torch.zeros(pairs[0][1].shape[0], device=pairs[0][1].device) if pairs else torch.zeros(0)
+        batch = self.batch_size()
+        pairs, rows = self._pairs(), self._rows()
+        device = pairs[0][1].device if pairs else rows[0][1].device if rows else None
+        total = torch.zeros(batch or 0, device=device)
+        for _, grads in rows:
+            total = total + grads.flatten(1).square().sum(1)
         for layer, a, g in pairs:
-            if isinstance(layer, nn.Linear):
+            if isinstance(layer, MaskedLinear):
+                total = total + self._masked_linear_norms(layer, a, g)
+            elif isinstance(layer, nn.Linear):
                 total = total + self._linear_norms(layer, a, g)
             else:
                 total = total + self._conv_norms(layer, a, g)
         return total
 
     def weighted_sum(self, weights: Tensor) -> list[Tensor]:
-        sums: dict[nn.Parameter, Tensor] = {}
+        sums: dict[nn.Parameter, Tensor] = {p: torch.einsum("b,b...->...", weights, g) for p, g in self._rows()}
         for layer, a, g in self._pairs():
             if isinstance(layer, nn.Linear):
                 sums.update(self._linear_sums(layer, a, g, weights))
+                if isinstance(layer, MaskedLinear) and layer.weight in sums:
+                    sums[layer.weight] = sums[layer.weight] * layer.mask
             else:
                 sums.update(self._conv_sums(layer, a, g, weights))
         return [sums.get(p, torch.zeros_like(p)) for p in self.params]
@@ -182,6 +214,19 @@ class GhostClipping:
                 norms = norms + (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
             else:
                 norms = norms + torch.einsum("bto,bti->boi", g, a).square().sum((1, 2))
+        if layer.bias is not None and layer.bias.requires_grad:
+            norms = norms + g.sum(1).square().sum(1)
+        return norms
+
+    @staticmethod
+    def _masked_linear_norms(layer: MaskedLinear, a: Tensor, g: Tensor) -> Tensor:
+        a, g = _as_sequence(a), _as_sequence(g)
+        norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
+        if layer.weight.requires_grad:
+            if a.shape[1] == 1:  # Σ_oi δ_o² a_i² M_oi
+                norms = norms + (g[:, 0].square() * (a[:, 0].square() @ layer.mask.T.to(a.dtype))).sum(1)
+            else:
+                norms = norms + (torch.einsum("bto,bti->boi", g, a) * layer.mask).square().sum((1, 2))
         if layer.bias is not None and layer.bias.requires_grad:
             norms = norms + g.sum(1).square().sum(1)
         return norms
@@ -232,12 +277,16 @@ class GhostClipping:
         for layer in self.layers:
             self._activations[layer].clear()
             self._backprops[layer].clear()
+        for grads in self._row_grads.values():
+            grads.clear()
         self._per_example_weight_grads.clear()
 
     def close(self) -> None:
         self.clear()
         for handle in self._handles:
             handle.remove()
+        for layer in self.rowwise_layers:
+            layer.row_capture = None
 
 
 class OpacusGradSample:
