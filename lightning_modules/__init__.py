@@ -2,6 +2,7 @@
 
 from lightning_modules.base import DPGenerativeModel
 from lightning_modules.dp_lflow import DPLFlow
+from lightning_modules.dp_nf import DPNF
 from lightning_modules.partitioned import PerClassModel
 
-__all__ = ["DPGenerativeModel", "DPLFlow", "PerClassModel"]
+__all__ = ["DPNF", "DPGenerativeModel", "DPLFlow", "PerClassModel"]
