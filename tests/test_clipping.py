@@ -131,3 +131,13 @@ def test_ghost_is_exact_for_masked_and_rowwise_layers_of_a_maf():
         expected_sum = sum(w * grads[index] for w, grads in zip(weights, expected, strict=True))
         torch.testing.assert_close(total, expected_sum, rtol=1e-4, atol=1e-5)
     assert all(layer.row_capture is None for layer in engine.rowwise_layers)
+
+
+def test_opacus_modes_refuse_layers_they_cannot_handle_with_a_pointer_to_auto():
+    from lightning_modules.nets.maf import MAF
+    from zoo.privacy.errors import PrivacyConfigError
+    from zoo.privacy.per_example import create_engine
+
+    assert create_engine([MAF(dim=2, blocks=1, hidden=4)], "auto").mode == "ghost"
+    with pytest.raises(PrivacyConfigError, match="per_example_mode='auto'"):
+        create_engine([MAF(dim=2, blocks=1, hidden=4)], "hooks")

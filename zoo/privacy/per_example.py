@@ -295,7 +295,15 @@ class OpacusGradSample:
     def __init__(self, modules: Sequence[nn.Module], force_functorch: bool) -> None:
         self.mode = "functorch" if force_functorch else "hooks"
         # loss_reduction="sum": the callback applies the batch scaling itself, uniformly for all engines
-        self._wrappers = [GradSampleModule(m, loss_reduction="sum", force_functorch=force_functorch) for m in modules]
+        try:
+            self._wrappers = [
+                GradSampleModule(m, loss_reduction="sum", force_functorch=force_functorch) for m in modules
+            ]
+        except NotImplementedError as error:
+            raise PrivacyConfigError(
+                f"Opacus cannot compute per-example gradients for this model ({error}). "
+                "per_example_mode='auto' uses ghost clipping where it supports every layer."
+            ) from None
         self.params = [p for m in modules for p in m.parameters() if p.requires_grad]
 
     def _samples(self) -> list[Tensor | None]:
