@@ -57,3 +57,13 @@ def test_hopeless_noise_reports_infinite_epsilon():
 
 def test_gdp_accountant_is_available():
     assert make_accountant("gdp", [(2.0, Q, 10)]).get_epsilon(DELTA) > 0
+
+
+def test_gdp_merges_repeats_and_refuses_mixed_mechanisms():
+    """Opacus' GDP accountant reads only its last history entry: mixing must not drop a mechanism."""
+    from zoo.privacy.errors import PrivacyConfigError
+
+    split = epsilon_spent([(2.0, Q, 10), (2.0, Q, 20)], DELTA, "gdp")
+    assert split == pytest.approx(epsilon_spent([(2.0, Q, 30)], DELTA, "gdp"))
+    with pytest.raises(PrivacyConfigError, match="'prv' or 'rdp'"):
+        epsilon_spent([(2.0, Q, 10), (1.0, 1.0, 1)], DELTA, "gdp")

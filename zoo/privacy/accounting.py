@@ -14,6 +14,7 @@ from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
 from opacus.accountants.accountant import IAccountant
 from opacus.accountants.utils import get_noise_multiplier
 
+from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.validation import check_accountant
 
 History = list[tuple[float, float, int]]
@@ -44,6 +45,8 @@ def epsilon_spent(history: Iterable[Sequence[float]], delta: float, accountant: 
     history = [h for h in history if int(h[2]) > 0]
     if not history:
         return 0.0
+    if check_accountant(accountant) == "gdp":
+        history = _single_gdp_mechanism(history)
     with warnings.catch_warnings():
         # RDP warns when the optimal order is the largest alpha; the bound is still valid.
         warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
@@ -55,6 +58,20 @@ def epsilon_spent(history: Iterable[Sequence[float]], delta: float, accountant: 
             # any meaningful guarantee; ∞ is the honest answer and stops any budgeted run
             return math.inf
     return epsilon if math.isfinite(epsilon) else math.inf
+
+
+def _single_gdp_mechanism(history: list[Sequence[float]]) -> History:
+    """Opacus' GDP accountant reads only the last (σ, q, steps) of its history, so a history of
+    different mechanisms would silently lose the earlier ones: merge repeats of one (σ, q)
+    and refuse anything else."""
+    kinds = {(float(sigma), float(rate)) for sigma, rate, _ in history}
+    if len(kinds) > 1:
+        raise PrivacyConfigError(
+            f"the GDP accountant composes one repeated mechanism only, but this dataset has {len(kinds)} "
+            f"(σ, q) settings {sorted(kinds)}; account it with 'prv' or 'rdp'."
+        )
+    ((sigma, rate),) = kinds
+    return [(sigma, rate, sum(int(steps) for _, _, steps in history))]
 
 
 def calibrate_noise_multiplier(
