@@ -1,0 +1,46 @@
+"""Utility and anomaly-detection metrics for tabular density models (DP-NF §4–5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.metrics import mean_squared_error, roc_auc_score, roc_curve
+from sklearn.neighbors import KNeighborsRegressor
+from torch import Tensor
+
+
+def knn_regression_mse(synthetic: Tensor, real_test: Tensor, neighbours: int = 5) -> float:
+    """Train a kNN regressor on synthetic rows (last column = target, the rest = inputs) and
+    return its mean squared error on the real test rows."""
+    if synthetic.dim() != 2 or real_test.dim() != 2 or synthetic.shape[1] != real_test.shape[1]:
+        shapes = f"{tuple(synthetic.shape)} and {tuple(real_test.shape)}"
+        raise ValueError(f"tables must be 2-D with equal numbers of columns, got {shapes}")
+    if synthetic.shape[1] < 2:
+        raise ValueError("kNN regression needs at least one input column besides the target")
+    regressor = KNeighborsRegressor(n_neighbors=neighbours).fit(synthetic[:, :-1].numpy(), synthetic[:, -1].numpy())
+    return float(mean_squared_error(real_test[:, -1].numpy(), regressor.predict(real_test[:, :-1].numpy())))
+
+
+def tail_anomalies(reference: Tensor, rows: int, seed: int = 0) -> Tensor:
+    """DP-NF §5: each feature drawn uniformly from its lower (5th–30th percentile) or upper
+    (70th–95th) tail of ``reference``, the tail chosen by a fair coin per entry."""
+    generator = torch.Generator().manual_seed(seed)
+    levels = torch.tensor([0.05, 0.30, 0.70, 0.95], dtype=torch.float64)
+    quantiles = torch.quantile(reference.double(), levels, dim=0)
+    upper = torch.rand(rows, reference.shape[1], generator=generator) < 0.5
+    low = torch.where(upper, quantiles[2], quantiles[0])
+    high = torch.where(upper, quantiles[3], quantiles[1])
+    uniform = torch.rand(rows, reference.shape[1], generator=generator, dtype=torch.float64)
+    return (low + (high - low) * uniform).to(reference.dtype)
+
+
+def anomaly_auroc(log_prob: Tensor, anomaly_log_prob: Tensor) -> dict[str, float | list[float]]:
+    """AUROC of thresholding the log-likelihood (low = anomaly), with the ROC curve."""
+    scores = -torch.cat([log_prob, anomaly_log_prob]).double().numpy()
+    is_anomaly = np.r_[np.zeros(len(log_prob)), np.ones(len(anomaly_log_prob))]
+    false_positive, true_positive, _ = roc_curve(is_anomaly, scores)
+    return {
+        "auroc": float(roc_auc_score(is_anomaly, scores)),
+        "fpr": false_positive.tolist(),
+        "tpr": true_positive.tolist(),
+    }
