@@ -94,6 +94,7 @@ def _run(
             feature_extractor_weights_path=weights,
             kid_subset_size=kid_size,
             cache=False,
+            save_cpu_ram=True,  # no loader workers: the images are already in memory
             verbose=False,  # its printout calls every FID "Frechet Inception Distance"
             **flags,
         )
