@@ -18,7 +18,7 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 
 demo: $(BIN)/.installed
 	$(BIN)/dpzoo list
-	$(BIN)/dpzoo sample dp-lflow-mnist-eps1 --n 100 --nrow 10 --out demo/samples.png
+	$(BIN)/dpzoo sample dp-lflow-mnist-eps1 --n 100 --out demo/samples.png
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check zoo lightning_modules tests benchmarks

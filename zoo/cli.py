@@ -38,7 +38,7 @@ def _sample(args: argparse.Namespace) -> int:
     samples = model.sample(args.n, labels=labels, seed=args.seed)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_image(samples, out, nrow=args.nrow, padding=2, pad_value=1.0)
+    save_image(samples, out, nrow=args.nrow or model.num_classes or 8, padding=2, pad_value=1.0)
     print(f"wrote {args.n} samples of {args.model} to {out}")
     for dataset, guarantee in model.privacy_ledger.guarantees().items():
         print(
@@ -143,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--out", default="samples.png", help="PNG file to write (default: samples.png)")
     sample.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
     sample.add_argument("--labels", default=None, help="comma-separated class per sample (class-conditional models)")
-    sample.add_argument("--nrow", type=int, default=8, help="images per grid row (default: 8)")
+    sample.add_argument(
+        "--nrow", type=int, default=None, help="images per grid row (default: one per class, or 8 when unconditional)"
+    )
     sample.set_defaults(run=_sample)
 
     evaluate = commands.add_parser("evaluate", help="evaluate a model: torch-fidelity metrics and CAS")

@@ -100,11 +100,17 @@ def save_pretrained(
     directory.mkdir(parents=True, exist_ok=True)
     save_file(state, str(directory / WEIGHTS_NAME), metadata={"format": "pt", "method": model.method})
     (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
-    samples = model.sample(64, seed=sample_seed)
-    if samples.dim() == 4:
-        save_image(samples, directory / SAMPLES_NAME, nrow=8, padding=2, pad_value=1.0)
+    write_sample_grid(model, directory, sample_seed)
     model_card(config).save(directory / CARD_NAME)
     return directory
+
+
+def write_sample_grid(model: Any, directory: str | Path, seed: int = 0) -> None:
+    """``samples.png`` for image models: 8 rows, one column per class (8 columns when unconditional)."""
+    columns = model.num_classes or 8
+    samples = model.sample(8 * columns, seed=seed)
+    if samples.dim() == 4:
+        save_image(samples, Path(directory) / SAMPLES_NAME, nrow=columns, padding=2, pad_value=1.0)
 
 
 def load_config(directory: str | Path) -> dict[str, Any]:
