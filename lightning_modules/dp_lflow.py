@@ -46,7 +46,7 @@ class DPLFlow(DPGenerativeModel):
         mean image (validation reconstruction error 45, the mean image's 44.9). With False
         (default) the encoder learns from reconstruction only and the flow models its codes:
         error 17.7 at ε = 10 and 29.6 at ε = 1 with learning rate 3e-3 (below that it too stays
-        at the mean image)."""
+        at the mean image). Measured with the earlier sigmoid decoder output."""
         super().__init__()
         self.save_hyperparameters()
         self.postprocess = None if postprocess is None else SmoothSharpen.from_config(postprocess)
