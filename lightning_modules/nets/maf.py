@@ -8,12 +8,11 @@ initialisation passes noisy statistics there).
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from lightning_modules.nets.flow import NormalizingFlow
 from zoo.privacy.layers import MaskedLinear, RowwiseParameters
 
 
@@ -95,7 +94,7 @@ class MAFBlock(nn.Module):
         return x
 
 
-class MAF(nn.Module):
+class MAF(NormalizingFlow):
     def __init__(self, dim: int, blocks: int = 5, hidden: int = 100, actnorm: bool = True) -> None:
         super().__init__()
         if blocks < 1:
@@ -103,20 +102,6 @@ class MAF(nn.Module):
         self.dim = dim
         self.blocks = nn.ModuleList(MAFBlock(dim, hidden, actnorm) for _ in range(blocks))
 
-    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """x → z and log|det ∂z/∂x| per row."""
-        log_det = torch.zeros(x.shape[0], device=x.device, dtype=x.dtype)
-        for block in self.blocks:
-            x, block_log_det = block(x)
-            log_det = log_det + block_log_det
-        return x, log_det
-
-    def inverse(self, z: Tensor) -> Tensor:
-        for block in reversed(self.blocks):
-            z = block.inverse(z)
-        return z
-
-    def log_prob(self, x: Tensor) -> Tensor:
-        """Exact log-density (nats) of each row under the flow with a standard normal base."""
-        z, log_det = self(x)
-        return -0.5 * (z.square().sum(1) + self.dim * math.log(2 * math.pi)) + log_det
+    @property
+    def steps(self) -> nn.ModuleList:
+        return self.blocks

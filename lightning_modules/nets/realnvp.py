@@ -6,10 +6,10 @@ layers (ghost clipping applies) and stays numerically tame under noisy gradients
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
+
+from lightning_modules.nets.flow import NormalizingFlow
 
 
 class AffineCoupling(nn.Module):
@@ -35,7 +35,7 @@ class AffineCoupling(nn.Module):
         return (z - shift) * torch.exp(-scale)
 
 
-class RealNVP(nn.Module):
+class RealNVP(NormalizingFlow):
     def __init__(self, dim: int, blocks: int = 9, hidden: int = 200) -> None:
         super().__init__()
         if dim < 2:
@@ -46,19 +46,6 @@ class RealNVP(nn.Module):
             AffineCoupling(dim, hidden, even if i % 2 == 0 else 1 - even) for i in range(blocks)
         )
 
-    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        log_det = torch.zeros(x.shape[0], device=x.device, dtype=x.dtype)
-        for coupling in self.couplings:
-            x, block_log_det = coupling(x)
-            log_det = log_det + block_log_det
-        return x, log_det
-
-    def inverse(self, z: Tensor) -> Tensor:
-        for coupling in reversed(self.couplings):
-            z = coupling.inverse(z)
-        return z
-
-    def log_prob(self, x: Tensor) -> Tensor:
-        """Exact log-density (nats) of each row under the flow with a standard normal base."""
-        z, log_det = self(x)
-        return -0.5 * (z.square().sum(1) + self.dim * math.log(2 * math.pi)) + log_det
+    @property
+    def steps(self) -> nn.ModuleList:
+        return self.couplings
