@@ -176,7 +176,7 @@ def test_card_shows_per_class_results(saved, tmp_path):
     evaluation = {
         "command": "made up for the test",
         "results": [dict(result, metric_value=0.75)],
-        "details": {"results": {"ood_auroc": {"value": 0.75, "per_class": {"0": 0.5, "1": 1.0}}}},
+        "details": {"results": {"ood_auroc": {"value": 0.75, "per_class": {0: 0.5, 1: 1.0}}}},
     }
     card = (save_pretrained(saved[0], tmp_path / "per-class", evaluation=evaluation) / "README.md").read_text()
     assert "| class | 0 | 1 | mean |" in card
