@@ -44,7 +44,7 @@ class DPGenerativeModel(pl.LightningModule):
         batch_size: int = 1000,
         progress: bool | None = None,
     ) -> Tensor:
-        """``n`` samples as a float tensor (images in [0, 1], shape (n, C, H, W)).
+        """``n`` samples as a float tensor: images in [0, 1], shape (n, C, H, W), or table rows (n, features).
 
         Class-conditional models take ``labels`` (one per sample); by default the labels
         cycle through the classes (0, 1, ..., K-1, 0, ...), so every class is equally
