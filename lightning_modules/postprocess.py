@@ -8,7 +8,7 @@ mask then restores the edges the smoothing and the autoencoder blurred.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -39,9 +39,6 @@ class SmoothSharpen:
         if unknown:
             raise ValueError(f"unknown smooth-sharpen settings {sorted(unknown)}")
         return cls(**config)
-
-    def config(self) -> dict[str, float]:
-        return asdict(self)
 
     def __call__(self, images: Tensor) -> Tensor:
         """Images in [0, 1], shape (n, C, H, W) → the same shape, still in [0, 1]."""

@@ -152,28 +152,17 @@ class GhostClipping:
         return firsts[0].shape[0] if firsts else None
 
     def squared_norms(self) -> Tensor:
-        batch = self.batch_size()
-        pairs, rows = self._pairs(), self._rows()
-        device = pairs[0][1].device if pairs else rows[0][1].device if rows else None
-        total = torch.zeros(batch or 0, device=device)
-        for _, grads in rows:
-            total = total + grads.flatten(1).square().sum(1)
-        for layer, a, g in pairs:
-            if isinstance(layer, MaskedLinear):
-                total = total + self._masked_linear_norms(layer, a, g)
-            elif isinstance(layer, nn.Linear):
-                total = total + self._linear_norms(layer, a, g)
-            else:
-                total = total + self._conv_norms(layer, a, g)
-        return total
+        terms = [grads.flatten(1).square().sum(1) for _, grads in self._rows()]
+        for layer, a, g in self._pairs():
+            norms = self._linear_norms if isinstance(layer, nn.Linear) else self._conv_norms
+            terms.append(norms(layer, a, g))
+        return torch.stack(terms).sum(0) if terms else torch.zeros(0)
 
     def weighted_sum(self, weights: Tensor) -> list[Tensor]:
         sums: dict[nn.Parameter, Tensor] = {p: torch.einsum("b,b...->...", weights, g) for p, g in self._rows()}
         for layer, a, g in self._pairs():
             if isinstance(layer, nn.Linear):
                 sums.update(self._linear_sums(layer, a, g, weights))
-                if isinstance(layer, MaskedLinear) and layer.weight in sums:
-                    sums[layer.weight] = sums[layer.weight] * layer.mask
             else:
                 sums.update(self._conv_sums(layer, a, g, weights))
         return [sums.get(p, torch.zeros_like(p)) for p in self.params]
@@ -184,6 +173,8 @@ class GhostClipping:
         sums = {}
         if layer.weight.requires_grad:
             sums[layer.weight] = torch.einsum("b,bto,bti->oi", weights, g, a)
+            if isinstance(layer, MaskedLinear):
+                sums[layer.weight] = sums[layer.weight] * layer.mask
         if layer.bias is not None and layer.bias.requires_grad:
             sums[layer.bias] = torch.einsum("b,bto->o", weights, g)
         return sums
@@ -208,7 +199,9 @@ class GhostClipping:
         a, g = _as_sequence(a), _as_sequence(g)
         norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
         if layer.weight.requires_grad:
-            if a.shape[1] == 1:
+            if isinstance(layer, MaskedLinear):  # per-example weight gradient (δ aᵀ) ⊙ M
+                norms = norms + self._masked_weight_norms(layer.mask.to(a.dtype), a, g)
+            elif a.shape[1] == 1:
                 norms = norms + a.square().sum((1, 2)) * g.square().sum((1, 2))
             elif a.shape[1] ** 2 <= a.shape[2] * g.shape[2]:
                 norms = norms + (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
@@ -219,17 +212,10 @@ class GhostClipping:
         return norms
 
     @staticmethod
-    def _masked_linear_norms(layer: MaskedLinear, a: Tensor, g: Tensor) -> Tensor:
-        a, g = _as_sequence(a), _as_sequence(g)
-        norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
-        if layer.weight.requires_grad:
-            if a.shape[1] == 1:  # Σ_oi δ_o² a_i² M_oi
-                norms = norms + (g[:, 0].square() * (a[:, 0].square() @ layer.mask.T.to(a.dtype))).sum(1)
-            else:
-                norms = norms + (torch.einsum("bto,bti->boi", g, a) * layer.mask).square().sum((1, 2))
-        if layer.bias is not None and layer.bias.requires_grad:
-            norms = norms + g.sum(1).square().sum(1)
-        return norms
+    def _masked_weight_norms(mask: Tensor, a: Tensor, g: Tensor) -> Tensor:
+        if a.shape[1] == 1:  # Σ_oi δ_o² a_i² M_oi, never materialised
+            return (g[:, 0].square() * (a[:, 0].square() @ mask.T)).sum(1)
+        return (torch.einsum("bto,bti->boi", g, a) * mask).square().sum((1, 2))
 
     def _conv_norms(self, layer: nn.Conv2d, a: Tensor, g: Tensor) -> Tensor:
         norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
