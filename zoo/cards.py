@@ -155,8 +155,8 @@ def _per_class_tables(details: dict[str, Any]) -> list[str]:
         per_class = result.get("per_class") if isinstance(result, dict) else None
         if not per_class:
             continue
-        classes = [str(c) for c in per_class]  # int keys when fresh, str once stored as JSON
-        per_class = {str(c): v for c, v in per_class.items()}
+        per_class = {str(c): v for c, v in per_class.items()}  # int keys when fresh, str once stored as JSON
+        classes = list(per_class)
         lines += [
             "",
             f"{metric} per class:",
