@@ -59,11 +59,28 @@ def test_gdp_accountant_is_available():
     assert make_accountant("gdp", [(2.0, Q, 10)]).get_epsilon(DELTA) > 0
 
 
-def test_gdp_merges_repeats_and_refuses_mixed_mechanisms():
-    """Opacus' GDP accountant reads only its last history entry: mixing must not drop a mechanism."""
+def test_gdp_composes_every_mechanism_of_a_history():
+    """Opacus' GDP accountant reads only its last history entry: a mixed history must not drop a mechanism."""
+    split = epsilon_spent([(2.0, Q, 10), (2.0, Q, 20)], DELTA, "gdp")
+    assert split == pytest.approx(make_accountant("gdp", [(2.0, Q, 30)]).get_epsilon(DELTA))
+    training = epsilon_spent([(2.0, Q, 10)], DELTA, "gdp")
+    release = epsilon_spent([(20.0, 1.0, 1)], DELTA, "gdp")
+    both = epsilon_spent([(2.0, Q, 10), (20.0, 1.0, 1)], DELTA, "gdp")
+    assert max(training, release) < both < training + release
+    assert both == pytest.approx(epsilon_spent([(20.0, 1.0, 1), (2.0, Q, 10)], DELTA, "gdp"))
+
+
+@pytest.mark.parametrize("accountant", ["prv", "rdp", "gdp"])
+def test_calibration_leaves_room_for_earlier_mechanisms(accountant):
+    prior = [(20.0, 1.0, 1)]
+    sigma = calibrate_noise_multiplier(1.0, DELTA, Q, STEPS, accountant, prior_history=prior)
+    assert sigma > calibrate_noise_multiplier(1.0, DELTA, Q, STEPS, accountant)
+    assert epsilon_spent([*prior, (sigma, Q, STEPS)], DELTA, accountant) <= 1.0
+    assert epsilon_spent([*prior, (0.99 * sigma, Q, STEPS)], DELTA, accountant) > 1.0
+
+
+def test_calibration_refuses_a_spent_budget():
     from zoo.privacy.errors import PrivacyConfigError
 
-    split = epsilon_spent([(2.0, Q, 10), (2.0, Q, 20)], DELTA, "gdp")
-    assert split == pytest.approx(epsilon_spent([(2.0, Q, 30)], DELTA, "gdp"))
-    with pytest.raises(PrivacyConfigError, match="'prv' or 'rdp'"):
-        epsilon_spent([(2.0, Q, 10), (1.0, 1.0, 1)], DELTA, "gdp")
+    with pytest.raises(PrivacyConfigError, match="already spend"):
+        calibrate_noise_multiplier(1.0, DELTA, Q, STEPS, "prv", prior_history=[(0.5, 1.0, 1)])

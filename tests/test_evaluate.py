@@ -47,7 +47,7 @@ def test_evaluate_returns_values_spreads_and_protocols(data_dir):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"metrics": ("fid", "sharpness")}, "unknown metrics \\['sharpness'\\]"),
+        ({"metrics": ("fid", "sharpness")}, "unknown metrics for mnist \\['sharpness'\\]"),
         ({"metrics": ("cas",), "dataset": "cifar10"}, "unknown dataset 'cifar10'"),
     ],
 )

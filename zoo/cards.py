@@ -29,7 +29,8 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """The card's ``privacy:`` block, one guarantee per source dataset."""
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
     guarantees = ledger.guarantees()
-    first = ledger.entries[0]
+    # the training run, not a one-shot release before it (a private standardisation, say)
+    first = next((e for e in ledger.entries if e.barrier != "B1"), ledger.entries[0])
     worst = max(guarantees.values(), key=lambda g: g["epsilon"])
     return {
         "notion": "(epsilon, delta)-differential privacy, add/remove-one neighbouring datasets",
@@ -96,7 +97,7 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
         "```python",
         "import zoo",
         f'model = zoo.load("{model_id}")',
-        "images = model.sample(64, seed=0)  # float tensor in [0, 1]",
+        *_usage(config),
         "```",
         "",
         "## Privacy",
@@ -114,6 +115,9 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
             f"{entry.sample_rate:g} | {entry.steps} | {entry.delta:g} | {entry.accountant} | "
             f"{epsilons[entry.dataset_id]:.4g} |"
         )
+    standardisation = config["architecture"].get("standardisation")
+    if standardisation:
+        lines += ["", f"Standardisation of the features: {standardisation}."]
     lines += ["", *_composition_notes(privacy), ""]
     recipe = config.get("recipe") or {}
     lines += ["## How it was trained", ""]
@@ -132,6 +136,7 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
                 f"{result.get('metric_config', '')} |"
             )
         lines += _per_class_tables(evaluation.get("details", {}).get("results", {}))
+        lines += [line for figure in evaluation.get("figures", []) for line in ("", f"![{figure}]({figure})")]
     else:
         lines.append("Not evaluated yet.")
     lines += [
@@ -146,6 +151,15 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
         "",
     ]
     return "\n".join(lines)
+
+
+def _usage(config: dict[str, Any]) -> list[str]:
+    if "feature_mean" in config["architecture"]:
+        return [
+            "rows = model.sample(1000, seed=0)  # (1000, features), in the table's units",
+            "log_density = model.log_prob(rows)  # exact, nats per row",
+        ]
+    return ["images = model.sample(64, seed=0)  # float tensor in [0, 1]"]
 
 
 def _per_class_tables(details: dict[str, Any]) -> list[str]:

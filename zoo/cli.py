@@ -73,6 +73,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         feature_extractor_weights_path=args.feature_extractor_weights,
         label=args.label,
+        split=args.split,
     )
     print(f"{'metric':<14}{'value':>10}{'± std':>9}  protocol")
     for name, result in evaluation["results"].items():
@@ -83,9 +84,26 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}")
     if args.write_card:
         command = "dpzoo " + shlex.join(args.argv)
-        record_evaluation(folder, evaluation, command)
+        figures = _table_figures(folder, args.dataset, args.split)
+        record_evaluation(folder, evaluation, command, figures)
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
+
+
+def _table_figures(folder: Path, dataset: str, split: int) -> list[str]:
+    """For a table: the model's samples (and density, in 2-D) next to the real test rows."""
+    from zoo.data import TableDataModule
+    from zoo.data.tables import TABLES
+    from zoo.loading import load
+    from zoo.plots import table_model_picture
+
+    if dataset not in TABLES:
+        return []
+    data = TableDataModule(dataset, split=split, standardisation="public")
+    data.setup()
+    name = "real_vs_synthetic.png"
+    table_model_picture(load(folder), real=data.test_rows).save(folder / name)
+    return [name]
 
 
 def _card(args: argparse.Namespace) -> int:
@@ -153,7 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--dataset", default="mnist", help="real data to compare with (default: mnist)")
     evaluate.add_argument("--metrics", default="fid_lenet,cas", help="comma-separated (default: fid_lenet,cas)")
     evaluate.add_argument("--label", type=int, default=None, help="compare with one class only (one-class models)")
-    evaluate.add_argument("--num-samples", type=int, default=10_000, help="synthetic samples (default: 10000)")
+    evaluate.add_argument(
+        "--num-samples", type=int, default=None, help="synthetic samples (default: 10000 images; tables: training rows)"
+    )
+    evaluate.add_argument("--split", type=int, default=0, help="tables: the 90/10 split the model was trained on")
     evaluate.add_argument("--runs", type=int, default=5, help="CAS training runs (default: 5)")
     evaluate.add_argument("--epochs", type=int, default=10, help="CAS epochs for MLP/CNN/ResNet (default: 10)")
     evaluate.add_argument("--seed", type=int, default=0, help="seed for sampling and classifiers")

@@ -106,11 +106,17 @@ def save_pretrained(
 
 
 def write_sample_grid(model: Any, directory: str | Path, seed: int = 0) -> None:
-    """``samples.png`` for image models: 8 rows, one column per class (8 columns when unconditional)."""
+    """``samples.png``: for image models 8 rows, one column per class (8 columns when unconditional);
+    for table models the density and samples (2 features) or per-feature histograms of samples."""
+    from zoo.plots import table_model_picture
+
+    if getattr(model, "log_prob_space", "").startswith("table"):
+        table_model_picture(model, seed=seed).save(Path(directory) / SAMPLES_NAME)
+        return
     columns = model.num_classes or 8
-    samples = model.sample(8 * columns, seed=seed)
-    if samples.dim() == 4:
-        save_image(samples, Path(directory) / SAMPLES_NAME, nrow=columns, padding=2, pad_value=1.0)
+    save_image(
+        model.sample(8 * columns, seed=seed), Path(directory) / SAMPLES_NAME, nrow=columns, padding=2, pad_value=1.0
+    )
 
 
 def load_config(directory: str | Path) -> dict[str, Any]:
@@ -130,8 +136,10 @@ def load_config(directory: str | Path) -> dict[str, Any]:
     return config
 
 
-def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command: str) -> None:
-    """Store an evaluation in a model folder's config.json and regenerate its card."""
+def record_evaluation(
+    directory: str | Path, evaluation: dict[str, Any], command: str, figures: list[str] | None = None
+) -> None:
+    """Store an evaluation (and the names of its figures in the folder) in config.json; regenerate the card."""
     from zoo.cards import model_card
     from zoo.metrics import card_results
 
@@ -141,6 +149,7 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
         "command": command,
         "results": card_results(evaluation, evaluation["dataset"]),
         "details": evaluation,
+        "figures": figures or [],
     }
     (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     model_card(config).save(directory / CARD_NAME)

@@ -1,11 +1,12 @@
-"""What RealNVP and MAF share: a chain of invertible steps on vectors and a standard normal base."""
+"""What RealNVP and MAF share: a chain of invertible steps on vectors and a base distribution
+(standard normal unless a subclass sets ``self.prior``)."""
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
+
+from lightning_modules.nets.priors import StandardNormal
 
 
 class NormalizingFlow(nn.Module):
@@ -13,6 +14,7 @@ class NormalizingFlow(nn.Module):
     x → (z, log|det ∂z/∂x| per row) and has ``inverse``."""
 
     dim: int
+    prior: nn.Module | None = None
 
     @property
     def steps(self) -> nn.ModuleList:
@@ -31,7 +33,15 @@ class NormalizingFlow(nn.Module):
             z = step.inverse(z)
         return z
 
+    @property
+    def base(self) -> nn.Module:
+        return self.prior if self.prior is not None else StandardNormal(self.dim)
+
     def log_prob(self, x: Tensor) -> Tensor:
-        """Exact log-density (nats) of each row under the flow with a standard normal base."""
+        """Exact log-density (nats) of each row under the flow."""
         z, log_det = self(x)
-        return -0.5 * (z.square().sum(1) + self.dim * math.log(2 * math.pi)) + log_det
+        return self.base.log_prob(z) + log_det
+
+    def sample(self, n: int, generator: torch.Generator) -> Tensor:
+        """``n`` rows: base samples drawn from ``generator``, mapped back through the steps."""
+        return self.inverse(self.base.sample(n, generator).to(next(self.parameters()).device))

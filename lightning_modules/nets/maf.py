@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from lightning_modules.nets.flow import NormalizingFlow
+from lightning_modules.nets.priors import GaussianMixturePrior
 from zoo.privacy.layers import MaskedLinear, RowwiseParameters
 
 
@@ -95,12 +96,17 @@ class MAFBlock(nn.Module):
 
 
 class MAF(NormalizingFlow):
-    def __init__(self, dim: int, blocks: int = 5, hidden: int = 100, actnorm: bool = True) -> None:
+    """``prior_components`` ≥ 2 replaces the standard normal base by a learnt Gaussian mixture."""
+
+    def __init__(
+        self, dim: int, blocks: int = 5, hidden: int = 100, actnorm: bool = True, prior_components: int = 0
+    ) -> None:
         super().__init__()
         if blocks < 1:
             raise ValueError(f"MAF needs at least one block, got {blocks}")
         self.dim = dim
         self.blocks = nn.ModuleList(MAFBlock(dim, hidden, actnorm) for _ in range(blocks))
+        self.prior = GaussianMixturePrior(dim, prior_components) if prior_components else None
 
     @property
     def steps(self) -> nn.ModuleList:

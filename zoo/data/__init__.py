@@ -1,7 +1,15 @@
-"""Data: image datamodules with Poisson-sampled private loaders, partitions, data settings."""
+"""Data: image and table datamodules with Poisson-sampled private loaders, partitions, data settings."""
 
 from zoo.data.datamodule import ImageDataModule
 from zoo.data.images import DataNotFoundError, load_images
 from zoo.data.partition import class_partition, train_validation_split
+from zoo.data.table_datamodule import TableDataModule
 
-__all__ = ["DataNotFoundError", "ImageDataModule", "class_partition", "load_images", "train_validation_split"]
+__all__ = [
+    "DataNotFoundError",
+    "ImageDataModule",
+    "TableDataModule",
+    "class_partition",
+    "load_images",
+    "train_validation_split",
+]

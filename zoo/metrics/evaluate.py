@@ -6,22 +6,24 @@ from pathlib import Path
 from typing import Any
 
 from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.data.tables import TABLES
 from zoo.metrics.audit import membership_audit
 from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
 from zoo.metrics.density import heldout_log_likelihood, ood_auroc
 from zoo.metrics.fidelity import FIDELITY_METRICS, fidelity_metrics
+from zoo.metrics.table_evaluate import TABLE_METRICS, evaluate_table
 
 CAS_METRICS = ("cas", *(f"cas_{c}" for c in CLASSIFIERS))
 DENSITY_METRICS = {"ood_auroc": ood_auroc, "log_likelihood": heldout_log_likelihood}
-METRICS = (*FIDELITY_METRICS, *CAS_METRICS, *DENSITY_METRICS, "audit")
+METRICS = (*FIDELITY_METRICS, *CAS_METRICS, *DENSITY_METRICS, "audit", *TABLE_METRICS[1:])
 
 
 def evaluate(
     model_or_id: Any,
     dataset: str,
     metrics: tuple[str, ...] = ("fid_lenet", "cas"),
-    num_samples: int = 10_000,
+    num_samples: int | None = None,
     seed: int = 0,
     runs: int = 5,
     epochs: int = 10,
@@ -29,9 +31,11 @@ def evaluate(
     progress: bool = True,
     label: int | None = None,
     audit_size: int = 2000,
+    split: int = 0,
 ) -> dict[str, Any]:
     """Evaluate a generator against the real ``dataset``; returns values, spreads and protocols.
 
+    ``num_samples`` defaults to 10,000 for images and the training rows' count for tables.
     ``cas`` stands for the three classifiers of DP-LFlow appendix E.4 (LR, MLP, CNN);
     ``cas_resnet`` adds a timm ResNet-18 trained from scratch. torch-fidelity metrics compare
     ``num_samples`` samples with the real test split; ``fid`` needs Inception weights
@@ -40,15 +44,22 @@ def evaluate(
     ``log_likelihood`` need models with ``log_prob``. ``label`` restricts the real data to one
     class (for a model of one class). ``audit`` attacks the model with ``audit_size`` members
     of the training split it saw and as many held-out images (the validation split).
+
+    For a table (``lifesci``, ``gaussians``, ``half_moons``, ``pinwheel``) the metrics are those
+    of ``zoo.metrics.table_evaluate`` on the test rows of ``split``.
     """
     from zoo.loading import load
 
-    unknown = [m for m in metrics if m not in METRICS]
+    if dataset not in (*IMAGE_DATASETS, *TABLES):
+        raise ValueError(f"unknown dataset {dataset!r}; known: {sorted(IMAGE_DATASETS)} and tables {list(TABLES)}")
+    known = TABLE_METRICS if dataset in TABLES else METRICS
+    unknown = [m for m in metrics if m not in known]
     if unknown:
-        raise ValueError(f"unknown metrics {unknown}; known: {list(METRICS)}")
-    if dataset not in IMAGE_DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r}; known: {sorted(IMAGE_DATASETS)}")
+        raise ValueError(f"unknown metrics for {dataset} {unknown}; known: {list(known)}")
     model = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
+    if dataset in TABLES:
+        return evaluate_table(model, dataset, metrics, num_samples, seed, split, progress=progress)
+    num_samples = num_samples or 10_000
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:
         raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional; drop the cas metrics")
@@ -109,6 +120,15 @@ def evaluator_of(result: dict[str, Any]) -> str:
     return "nearest-neighbour membership attack" if "nearest_neighbour" in result else "log_prob"
 
 
+def _side_numbers(result: dict[str, Any]) -> dict[str, float]:
+    """Numbers measured next to the headline value (a reference score, rates), rounded for the card."""
+    return {
+        k: round(v, 4)
+        for k, v in result.items()
+        if isinstance(v, float) and k not in ("value", "std") and not isinstance(v, bool)
+    }
+
+
 def card_results(evaluation: dict[str, Any], dataset_name: str) -> list[dict[str, Any]]:
     """``model-index`` entries for a card, each naming its evaluator."""
     entries = []
@@ -118,14 +138,16 @@ def card_results(evaluation: dict[str, Any], dataset_name: str) -> list[dict[str
         spread = f" ± {result['std']:.2f}" if "std" in result else ""
         entries.append(
             {
-                "task_type": "image-generation",
+                "task_type": "density-estimation" if evaluation["dataset"] in TABLES else "image-generation",
                 "dataset_type": evaluation["dataset"],
                 "dataset_name": dataset_name,
                 "metric_type": name,
                 "metric_name": f"{name} ({evaluator}){spread}",
                 "metric_value": round(result["value"], 3),
                 "metric_config": "; ".join(
-                    f"{k}={v}" for k, v in {"unit": result.get("unit"), **protocol}.items() if v is not None
+                    f"{k}={v}"
+                    for k, v in {"unit": result.get("unit"), **_side_numbers(result), **protocol}.items()
+                    if v is not None
                 ),
             }
         )

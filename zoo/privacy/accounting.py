@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
 from opacus.accountants.accountant import IAccountant
+from opacus.accountants.analysis.gdp import compute_mu_poisson, eps_from_mu
 from opacus.accountants.utils import get_noise_multiplier
 
 from zoo.privacy.errors import PrivacyConfigError
@@ -45,14 +46,15 @@ def epsilon_spent(history: Iterable[Sequence[float]], delta: float, accountant: 
     history = [h for h in history if int(h[2]) > 0]
     if not history:
         return 0.0
-    if check_accountant(accountant) == "gdp":
-        history = _single_gdp_mechanism(history)
     with warnings.catch_warnings():
         # RDP warns when the optimal order is the largest alpha; the bound is still valid.
         warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
         warnings.filterwarnings("ignore", category=RuntimeWarning)
         try:
-            epsilon = float(make_accountant(accountant, history).get_epsilon(delta=delta))
+            if check_accountant(accountant) == "gdp":
+                epsilon = _gdp_epsilon(history, delta)
+            else:
+                epsilon = float(make_accountant(accountant, history).get_epsilon(delta=delta))
         except (ValueError, OverflowError, FloatingPointError):
             # the accountants' numerics give out only where the noise is far too small for
             # any meaningful guarantee; ∞ is the honest answer and stops any budgeted run
@@ -60,35 +62,61 @@ def epsilon_spent(history: Iterable[Sequence[float]], delta: float, accountant: 
     return epsilon if math.isfinite(epsilon) else math.inf
 
 
-def _single_gdp_mechanism(history: list[Sequence[float]]) -> History:
+def _gdp_epsilon(history: list[Sequence[float]], delta: float) -> float:
     """Opacus' GDP accountant reads only the last (σ, q, steps) of its history, so a history of
-    different mechanisms would silently lose the earlier ones: merge repeats of one (σ, q)
-    and refuse anything else."""
-    kinds = {(float(sigma), float(rate)) for sigma, rate, _ in history}
-    if len(kinds) > 1:
-        raise PrivacyConfigError(
-            f"the GDP accountant composes one repeated mechanism only, but this dataset has {len(kinds)} "
-            f"(σ, q) settings {sorted(kinds)}; account it with 'prv' or 'rdp'."
+    several mechanisms would silently lose the earlier ones. Each mechanism is μ-GDP by Opacus'
+    CLT formula (Poisson subsampling); μ-GDP mechanisms compose to sqrt(Σ μ²)-GDP (Dong et
+    al. 2019, Cor. 2.1). For one mechanism this is exactly Opacus' ``get_epsilon``."""
+    mu = math.sqrt(
+        sum(
+            compute_mu_poisson(steps=int(steps), noise_multiplier=float(sigma), sample_rate=float(rate)) ** 2
+            for sigma, rate, steps in history
         )
-    ((sigma, rate),) = kinds
-    return [(sigma, rate, sum(int(steps) for _, _, steps in history))]
+    )
+    return float(eps_from_mu(mu=mu, delta=delta))
 
 
 def calibrate_noise_multiplier(
-    target_epsilon: float, delta: float, sample_rate: float, steps: int, accountant: str
+    target_epsilon: float,
+    delta: float,
+    sample_rate: float,
+    steps: int,
+    accountant: str,
+    prior_history: History = (),
 ) -> float:
-    """Smallest σ (to Opacus' search tolerance) whose ε after ``steps`` steps is ≤ the target."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
-        return float(
-            get_noise_multiplier(
-                target_epsilon=target_epsilon,
-                target_delta=delta,
-                sample_rate=sample_rate,
-                steps=steps,
-                accountant=check_accountant(accountant),
+    """Smallest σ (to Opacus' search tolerance) whose ε after ``steps`` steps, composed with
+    ``prior_history`` (earlier mechanisms on the same data), is ≤ the target."""
+    prior = [h for h in prior_history if int(h[2]) > 0]
+    if not prior:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
+            warnings.filterwarnings("ignore", category=RuntimeWarning)  # PRV's log(1 - q) at q = 1
+            return float(
+                get_noise_multiplier(
+                    target_epsilon=target_epsilon,
+                    target_delta=delta,
+                    sample_rate=sample_rate,
+                    steps=steps,
+                    accountant=check_accountant(accountant),
+                )
             )
+    if epsilon_spent(prior, delta, accountant) >= target_epsilon:
+        raise PrivacyConfigError(
+            f"earlier mechanisms on this data already spend ε ≥ {target_epsilon}; nothing is left to train with."
         )
+
+    def within(sigma: float) -> bool:
+        return epsilon_spent([*prior, (sigma, sample_rate, steps)], delta, accountant) <= target_epsilon
+
+    low, high = 0.0, 1.0
+    while not within(high):
+        low, high = high, 2 * high
+        if high > 1e6:
+            raise PrivacyConfigError(f"no noise multiplier below 1e6 reaches ε = {target_epsilon}")
+    while high - low > 0.005 * high:
+        mid = (low + high) / 2
+        low, high = (low, mid) if within(mid) else (mid, high)
+    return high
 
 
 def max_steps_within(

@@ -5,7 +5,8 @@ The module declares ``privacy_barrier`` (B2/B4: DP-SGD on ``private_modules()``;
 
 1. checks the settings and the private modules before training;
 2. requires a Poisson train loader (``zoo.privacy.poisson_loader``) for B2/B4 and
-   calibrates σ from the target ε over the planned steps;
+   calibrates σ so that the planned steps, composed with what the ledger already spent on
+   the same data (a private standardisation, an earlier fine-tune), reach the target ε;
 3. after every backward pass, clips each example's gradient on the private parameters
    (``per_example_mode``) and accumulates the clipped sum;
 4. before the private optimizer steps, adds N(0, σ²C²) once per logical step (on rank 0
@@ -240,7 +241,12 @@ class DPCallback(pl.Callback):
                     "DPCallback(planned_steps=...)."
                 )
             sigma = calibrate_noise_multiplier(
-                self.target_epsilon, self.delta, sample_rate, planned * mechanisms_per_step, self.accountant
+                self.target_epsilon,
+                self.delta,
+                sample_rate,
+                planned * mechanisms_per_step,
+                self.accountant,
+                prior_history=self.ledger.history(dataset_id),
             )
         else:
             sigma = self.noise_multiplier

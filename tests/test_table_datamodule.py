@@ -1,0 +1,89 @@
+"""Tables for DP-NF: the random 90/10 splits, the private standardisation and its ledger entry."""
+
+import math
+import warnings
+
+import pytest
+import torch
+
+from lightning_modules import DPNF
+from tests.toys import tiny_trainer
+from zoo.data import TableDataModule
+from zoo.data.standardisation import private_standardisation
+from zoo.hub import from_pretrained, save_pretrained
+from zoo.privacy import DPCallback, epsilon_spent
+
+
+def test_splits_are_disjoint_seeded_and_differ_between_indices():
+    first = TableDataModule("half_moons", split=0, standardisation="public", validation_fraction=0.1)
+    first.setup()
+    rows = {tuple(r) for part in (first.train_rows, first.validation_rows, first.test_rows) for r in part.tolist()}
+    assert len(first.test_rows) == 3000 and len(first.validation_rows) == 2700 and len(first.train_rows) == 24300
+    assert len(rows) == 30000
+    again = TableDataModule("half_moons", split=0, standardisation="public", validation_fraction=0.1)
+    again.setup()
+    torch.testing.assert_close(again.test_rows, first.test_rows)
+    other = TableDataModule("half_moons", split=1, standardisation="public")
+    other.setup()
+    assert not torch.equal(other.test_rows, first.test_rows)
+    assert first.dataset_id != other.dataset_id
+
+
+def test_private_standardisation_is_close_and_accounted():
+    table = torch.randn(20000, 3, dtype=torch.float64) * torch.tensor([1.0, 2.0, 1.5]) + torch.tensor([1.0, -2.0, 0.0])
+    released = private_standardisation(table, 8.0, 20.0, delta=1e-5, accountant="prv", dataset_id="toy")
+    # noise std on each mean: 20·sqrt(2)/20000·8 ≈ 0.01
+    torch.testing.assert_close(released.mean, torch.tensor([1.0, -2.0, 0.0]), atol=0.1, rtol=0)
+    torch.testing.assert_close(released.std, torch.tensor([1.0, 2.0, 1.5]), atol=0.15, rtol=0)
+    entry = released.entry
+    assert entry.clip_norm == pytest.approx(math.sqrt(2)) and entry.noise_multiplier == 20.0
+    assert entry.sample_rate == 1.0 and entry.steps == 1 and entry.dataset_id == "toy"
+
+
+def test_private_standardisation_noise_has_the_stated_scale():
+    table = torch.zeros(1000, 2, dtype=torch.float64)
+    table[0] = 1.0  # std must be positive; the sums are then tiny against the noise
+    means = torch.stack(
+        [
+            private_standardisation(table, 1.0, 5.0, delta=1e-5, accountant="prv", dataset_id="t").mean
+            for _ in range(400)
+        ]
+    )
+    # noise std on Σu is σ·sqrt(2) ≈ 7.07, so on the mean 0.00707 (B = 1)
+    assert means.std().item() == pytest.approx(5 * math.sqrt(2) / 1000, rel=0.15)
+
+
+@pytest.mark.parametrize("accountant", ["prv", "gdp"])
+def test_fit_adopts_the_release_and_composes_it_into_the_target(accountant, tmp_path):
+    torch.manual_seed(0)
+    data = TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0, standardisation_noise_multiplier=10.0)
+    model = DPNF(features=2, blocks=1, hidden=8)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="the GDP accountant")
+        callback = DPCallback(target_epsilon=2.0, max_grad_norm=1.0, accountant=accountant)
+    tiny_trainer([callback], 5, limit_val_batches=0).fit(model, data)
+    release, training = model.privacy_ledger.entries
+    assert release.mechanism == "gaussian" and release.dataset_id == training.dataset_id == data.dataset_id
+    assert training.steps == 5
+    assert 1.9 < callback.epsilon <= 2.0
+    assert callback.epsilon > epsilon_spent(training.history(), 1e-5, accountant)
+    assert model.hparams.standardisation.startswith("private")
+    assert model.feature_std.min() > 1.0  # the modes sit on a circle of radius 4
+    loaded = from_pretrained(save_pretrained(model, tmp_path / "nf"))
+    torch.testing.assert_close(loaded.feature_mean, model.feature_mean)
+    torch.testing.assert_close(loaded.log_prob(data.test_rows[:50]), model.log_prob(data.test_rows[:50]))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(table="nope"), "unknown table"),
+        (dict(table="gaussians", split=10), r"split must be an integer in 0\.\.9"),
+        (dict(table="gaussians"), "needs clip_bound"),
+        (dict(table="gaussians", standardisation="robust"), "must be one of"),
+        (dict(table="gaussians", clip_bound=1.0, test_fraction=1.5), "fractions"),
+    ],
+)
+def test_bad_settings_get_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TableDataModule(**kwargs)

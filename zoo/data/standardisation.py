@@ -1,0 +1,79 @@
+"""Per-feature mean and std of a private table, released once with the Gaussian mechanism (B1).
+
+Each row is clipped to L2 norm B (a public bound) and scaled to u = clip(x)/B, so ‖u‖ ≤ 1;
+one row then moves the statistic [Σu, Σu²] by at most sqrt(‖u‖² + Σu⁴) ≤ sqrt(2) in L2 norm
+(clipping rows rather than entries keeps this independent of the number of features), and
+``gaussian_release`` noises it with σ·sqrt(2) and records the entry. The row count n is
+treated as public, as DP-SGD's normalisation by q·N already does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from zoo.privacy.ledger import LedgerEntry
+from zoo.privacy.release import gaussian_release
+from zoo.privacy.validation import check_positive
+
+#: smallest released std, as a fraction of the clip bound: the noisy second moment can fall
+#: below the squared mean, and a zero scale would make the density degenerate
+MIN_STD_FRACTION = 1e-2
+
+
+@dataclass
+class Standardisation:
+    mean: Tensor
+    std: Tensor
+    #: the ledger entry of the release; None when the statistics are public
+    entry: LedgerEntry | None
+    #: how the statistics were obtained, for config.json and the card
+    source: str
+
+
+def public_standardisation(table: Tensor) -> Standardisation:
+    """Exact mean and std, with no privacy cost: only for data whose statistics are public."""
+    return Standardisation(
+        table.mean(0).float(),
+        table.std(0).float(),
+        None,
+        "exact mean and std of the training rows, treated as public (not covered by the guarantee)",
+    )
+
+
+def private_standardisation(
+    table: Tensor,
+    clip_bound: float,
+    noise_multiplier: float,
+    *,
+    delta: float,
+    accountant: str,
+    dataset_id: str,
+) -> Standardisation:
+    """Mean and std of ``table`` (rows × features) with Gaussian noise; the entry is returned, not logged."""
+    bound = check_positive(clip_bound, "clip_bound")
+    rows, features = table.shape
+    table = table.double()
+    scaled = table / table.norm(dim=1, keepdim=True).clamp(min=bound)
+    sums = torch.cat([scaled.sum(0), scaled.square().sum(0)])
+    noisy, entry = gaussian_release(
+        sums,
+        math.sqrt(2),
+        delta=delta,
+        dataset_id=dataset_id,
+        dataset_size=rows,
+        noise_multiplier=noise_multiplier,
+        accountant=accountant,
+        note=f"standardisation: per-feature [Σu, Σu²] of rows u = x / max(‖x‖, {bound:g})",
+    )
+    mean = noisy[:features] / rows
+    variance = (noisy[features:] / rows - mean.square()).clamp(min=MIN_STD_FRACTION**2)
+    return Standardisation(
+        (mean * bound).float(),
+        (variance.sqrt() * bound).float(),
+        entry,
+        f"private: Gaussian mechanism (σ = {noise_multiplier:g}) on sums of rows clipped to L2 norm {bound:g}",
+    )

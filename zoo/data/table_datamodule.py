@@ -1,0 +1,131 @@
+"""LightningDataModule for private tables (DP-NF): the paper's random 90/10 splits, Poisson
+train loaders, and a standardisation released privately (or declared public)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, TensorDataset
+
+from zoo.data.partition import train_validation_split
+from zoo.data.standardisation import Standardisation, private_standardisation, public_standardisation
+from zoo.data.tables import TABLES, load_table, read_table
+from zoo.privacy.sampling import poisson_loader
+from zoo.privacy.validation import check_positive, check_sample_rate
+
+STANDARDISATIONS = ("private", "public")
+
+
+class TableDataModule(pl.LightningDataModule):
+    """A named table (``lifesci``, ``gaussians``, ``half_moons``, ``pinwheel``) or a CSV/NumPy file.
+
+    Split ``split`` of ``splits`` is a seeded random permutation whose first
+    ``test_fraction`` rows are the test set (the DP-NF paper's 10 random 90/10 splits); a
+    ``validation_fraction`` of the rest may be held out for model selection. The remaining
+    training rows are the private data, served by Poisson sampling at ``sample_rate``.
+
+    ``standardisation="private"`` releases mean and std with the Gaussian mechanism on
+    rows clipped to L2 norm ``clip_bound`` (a public bound on the rows' norms) at
+    ``standardisation_noise_multiplier``; the model adds the entry to its ledger and
+    DPCallback calibrates DP-SGD's σ so that both together meet the target ε.
+    ``"public"`` uses the exact statistics, outside the guarantee (the card says so).
+    """
+
+    def __init__(
+        self,
+        table: str = "lifesci",
+        sample_rate: float = 0.01,
+        split: int = 0,
+        splits: int = 10,
+        test_fraction: float = 0.1,
+        validation_fraction: float = 0.0,
+        standardisation: str = "private",
+        clip_bound: float | None = None,
+        standardisation_noise_multiplier: float = 10.0,
+        sampling_seed: int | None = None,
+        eval_batch_size: int = 10_000,
+    ) -> None:
+        super().__init__()
+        if table not in TABLES and not Path(table).suffix:
+            raise ValueError(f"unknown table {table!r}; known: {list(TABLES)}, or a .csv/.npy file path")
+        if isinstance(split, bool) or not isinstance(split, int) or not 0 <= split < splits:
+            raise ValueError(f"split must be an integer in 0..{splits - 1}, got {split!r}")
+        if not 0 < test_fraction < 1 or not 0 <= validation_fraction < 1:
+            raise ValueError(f"fractions must lie in (0, 1): test {test_fraction}, validation {validation_fraction}")
+        if standardisation not in STANDARDISATIONS:
+            raise ValueError(f"standardisation must be one of {STANDARDISATIONS}, got {standardisation!r}")
+        if standardisation == "private" and clip_bound is None:
+            raise ValueError(
+                "private standardisation needs clip_bound, a public bound B on the rows' L2 norms "
+                "(rows are clipped to it); or pass standardisation='public' to treat the statistics as public"
+            )
+        self.table = table
+        self.sample_rate = check_sample_rate(sample_rate)
+        self.split = split
+        self.splits = splits
+        self.test_fraction = test_fraction
+        self.validation_fraction = validation_fraction
+        self.standardisation_kind = standardisation
+        self.clip_bound = clip_bound
+        self.standardisation_noise_multiplier = check_positive(
+            standardisation_noise_multiplier, "standardisation_noise_multiplier"
+        )
+        self.sampling_seed = sampling_seed
+        self.eval_batch_size = eval_batch_size
+        self.train_rows: Tensor | None = None
+        self.validation_rows: Tensor | None = None
+        self.test_rows: Tensor | None = None
+        self._standardisation: Standardisation | None = None
+
+    @property
+    def dataset_id(self) -> str:
+        held_out = f",minus-validation={self.validation_fraction:g}" if self.validation_fraction else ""
+        return f"{self.table}/train[split={self.split}/{self.splits},test={self.test_fraction:g}{held_out}]"
+
+    @property
+    def features(self) -> int:
+        self.setup()
+        return self.train_rows.shape[1]  # type: ignore[union-attr]
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_rows is not None:
+            return
+        table = load_table(self.table) if self.table in TABLES else read_table(self.table)
+        rows = len(table)
+        rest, test = train_validation_split(rows, round(self.test_fraction * rows), seed=self.split)
+        validation_size = round(self.validation_fraction * len(rest))
+        order = torch.randperm(len(rest), generator=torch.Generator().manual_seed(self.splits + self.split))
+        self.test_rows = table[test].float()
+        self.validation_rows = table[rest[order[:validation_size]]].float()
+        self.train_rows = table[rest[order[validation_size:]]].float()
+
+    def release_standardisation(self, delta: float, accountant: str) -> Standardisation:
+        """The standardisation of the private rows, released once (later calls return the same)."""
+        if self._standardisation is None:
+            self.setup()
+            if self.standardisation_kind == "public":
+                self._standardisation = public_standardisation(self.train_rows)  # type: ignore[arg-type]
+            else:
+                self._standardisation = private_standardisation(
+                    self.train_rows,  # type: ignore[arg-type]
+                    self.clip_bound,  # type: ignore[arg-type]
+                    self.standardisation_noise_multiplier,
+                    delta=delta,
+                    accountant=accountant,
+                    dataset_id=self.dataset_id,
+                )
+        return self._standardisation
+
+    def train_dataloader(self) -> DataLoader:
+        micro_batches = self.trainer.accumulate_grad_batches if self.trainer is not None else 1
+        dataset = TensorDataset(self.train_rows)  # type: ignore[arg-type]
+        return poisson_loader(dataset, self.sample_rate, micro_batches=micro_batches, seed=self.sampling_seed)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(self.validation_rows), batch_size=self.eval_batch_size)  # type: ignore[arg-type]
+
+    def test_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(self.test_rows), batch_size=self.eval_batch_size)  # type: ignore[arg-type]
