@@ -17,6 +17,7 @@ from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel
 from lightning_modules.nets.maf import MAF
+from zoo.data.standardisation import Standardisation, private_standardisation
 from zoo.privacy import DPCallback, PrivacyBarrier
 from zoo.registry import register_method
 
@@ -34,19 +35,27 @@ class DPNF(DPGenerativeModel):
         blocks: int = 5,
         hidden: int = 100,
         actnorm: bool = True,
+        actnorm_init: str = "identity",
+        actnorm_init_noise_multiplier: float = 10.0,
         prior_components: int = 0,
         learning_rate: float = 1e-3,
         feature_mean: Sequence[float] | None = None,
         feature_std: Sequence[float] | None = None,
         standardisation: str | None = None,
     ) -> None:
-        """``prior_components`` ≥ 2: a learnt Gaussian-mixture base instead of the standard normal,
+        """``actnorm_init="private"``: the paper's data-dependent ActNorm start, each block's
+        activation mean and std released once on the training rows (Gaussian mechanism at
+        ``actnorm_init_noise_multiplier``, rows clipped to L2 norm 2·sqrt(features); the paper uses
+        Laplace noise), one ledger entry per block; ``"identity"`` costs nothing.
+        ``prior_components`` ≥ 2: a learnt Gaussian-mixture base instead of the standard normal,
         trained by the same DP-SGD (so its cost is in the same ledger entry). ``feature_mean`` /
         ``feature_std``: the standardisation (None: taken from the data module at fit time, or 0
         and 1); ``standardisation`` says where it came from."""
         super().__init__()
         if isinstance(features, bool) or not isinstance(features, int) or features < 1:
             raise ValueError(f"features must be a positive integer, got {features!r}")
+        if actnorm_init not in ("identity", "private"):
+            raise ValueError(f"actnorm_init must be 'identity' or 'private', got {actnorm_init!r}")
         self.save_hyperparameters()
         mean = torch.zeros(features) if feature_mean is None else torch.as_tensor(feature_mean, dtype=torch.float32)
         std = torch.ones(features) if feature_std is None else torch.as_tensor(feature_std, dtype=torch.float32)
@@ -57,14 +66,18 @@ class DPNF(DPGenerativeModel):
         self.flow = MAF(features, blocks, hidden, actnorm, prior_components)
 
     def setup(self, stage: str) -> None:
-        """Adopt the data module's standardisation once; a pretrained model keeps its own."""
-        release = getattr(self.trainer.datamodule, "release_standardisation", None)
-        if stage != "fit" or self.hparams.feature_mean is not None or release is None:
+        """Adopt the data module's standardisation once (and start the ActNorms privately if asked);
+        a pretrained model keeps its own."""
+        datamodule = self.trainer.datamodule
+        if stage != "fit" or self.hparams.feature_mean is not None:
+            return
+        if not hasattr(datamodule, "release_standardisation"):
+            if self.hparams.actnorm_init == "private":
+                raise ValueError("actnorm_init='private' releases statistics of a zoo.data.TableDataModule's rows")
             return
         callback = DPCallback.of(self.trainer)
-        standardisation = release(delta=callback.delta, accountant=callback.accountant)
-        # every rank must use the one release that the ledger accounts for
-        mean, std = self.trainer.strategy.broadcast((standardisation.mean, standardisation.std), src=0)
+        standardisation = datamodule.release_standardisation(delta=callback.delta, accountant=callback.accountant)
+        mean, std = self._adopt_release(standardisation)
         if mean.shape != self.feature_mean.shape:
             raise ValueError(f"the model has {self.hparams.features} features, the table {len(mean)}")
         self.feature_mean.copy_(mean)
@@ -72,8 +85,34 @@ class DPNF(DPGenerativeModel):
         self.hparams.update(
             feature_mean=mean.tolist(), feature_std=std.tolist(), standardisation=standardisation.source
         )
-        if standardisation.entry is not None:
-            self.privacy_ledger.append(standardisation.entry)
+        if self.hparams.actnorm_init == "private":
+            self._initialise_actnorms_privately(datamodule, callback)
+
+    def _adopt_release(self, release: Standardisation) -> tuple[Tensor, Tensor]:
+        """Every rank uses rank 0's release, the one the ledger accounts for."""
+        if release.entry is not None:
+            self.privacy_ledger.append(release.entry)
+        return self.trainer.strategy.broadcast((release.mean, release.std), src=0)
+
+    @torch.no_grad()
+    def _initialise_actnorms_privately(self, datamodule: Any, callback: DPCallback) -> None:
+        if not self.hparams.actnorm:
+            raise ValueError("actnorm_init='private' needs actnorm=True")
+        rows = (datamodule.train_rows.to(self.feature_mean) - self.feature_mean) / self.feature_std
+        bound = 2 * self.hparams.features**0.5
+        for index, block in enumerate(self.flow.blocks):
+            before = block.before_actnorm(rows)
+            release = private_standardisation(
+                before,
+                bound,
+                self.hparams.actnorm_init_noise_multiplier,
+                delta=callback.delta,
+                accountant=callback.accountant,
+                dataset_id=datamodule.dataset_id,
+                purpose=f"ActNorm {index} initialisation",
+            )
+            block.actnorm.initialize(*self._adopt_release(release))
+            rows = block(rows)[0]
 
     def architecture(self) -> dict[str, Any]:
         """The standardisation comes from the buffers, which a resumed run restores."""

@@ -87,3 +87,32 @@ def test_fit_adopts_the_release_and_composes_it_into_the_target(accountant, tmp_
 def test_bad_settings_get_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         TableDataModule(**kwargs)
+
+
+def test_private_actnorm_start_is_released_per_block_and_composed():
+    torch.manual_seed(0)
+    data = TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0)
+    model = DPNF(features=2, blocks=2, hidden=8, actnorm_init="private")
+    callback = DPCallback(target_epsilon=2.0, max_grad_norm=1.0)
+    tiny_trainer([callback], 1, limit_val_batches=0).fit(model, data)
+    mechanisms = [e.mechanism for e in model.privacy_ledger.entries]
+    assert mechanisms == ["gaussian", "gaussian", "gaussian", "subsampled_gaussian"]
+    assert [e.note.split(":")[0] for e in model.privacy_ledger.entries[:3]] == [
+        "standardisation",
+        "ActNorm 0 initialisation",
+        "ActNorm 1 initialisation",
+    ]
+    assert 1.9 < callback.epsilon <= 2.0
+    actnorm = model.flow.blocks[0].actnorm
+    assert actnorm.log_scale.abs().max() > 0  # moved from the identity start
+
+
+def test_private_actnorm_start_needs_a_table():
+    from torch.utils.data import TensorDataset
+
+    from tests.toys import ToyData
+
+    model = DPNF(features=2, blocks=1, hidden=8, actnorm_init="private")
+    data = ToyData(TensorDataset(torch.randn(100, 2)), 0.1, "toy")
+    with pytest.raises(ValueError, match="TableDataModule"):
+        tiny_trainer([DPCallback(target_epsilon=1.0)], 1).fit(model, data)

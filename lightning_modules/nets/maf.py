@@ -76,13 +76,19 @@ class MAFBlock(nn.Module):
         self.actnorm = ActNorm(dim) if actnorm else None
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        shift, log_scale = self.made(x)
-        z = ((x - shift) * torch.exp(-log_scale)).flip(1)
-        log_det = -log_scale.sum(1)
+        z, log_det = self._made_and_reverse(x)
         if self.actnorm is not None:
             z, actnorm_log_det = self.actnorm(z)
             log_det = log_det + actnorm_log_det
         return z, log_det
+
+    def before_actnorm(self, x: Tensor) -> Tensor:
+        """What the ActNorm sees (for initialising it from data)."""
+        return self._made_and_reverse(x)[0]
+
+    def _made_and_reverse(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        shift, log_scale = self.made(x)
+        return ((x - shift) * torch.exp(-log_scale)).flip(1), -log_scale.sum(1)
 
     def inverse(self, z: Tensor) -> Tensor:
         if self.actnorm is not None:

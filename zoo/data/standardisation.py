@@ -52,6 +52,7 @@ def private_standardisation(
     delta: float,
     accountant: str,
     dataset_id: str,
+    purpose: str = "standardisation",
 ) -> Standardisation:
     """Mean and std of ``table`` (rows × features) with Gaussian noise; the entry is returned, not logged."""
     bound = check_positive(clip_bound, "clip_bound")
@@ -67,7 +68,7 @@ def private_standardisation(
         dataset_size=rows,
         noise_multiplier=noise_multiplier,
         accountant=accountant,
-        note=f"standardisation: per-feature [Σu, Σu²] of rows u = x / max(‖x‖, {bound:g})",
+        note=f"{purpose}: per-feature [Σu, Σu²] of rows u = x / max(‖x‖, {bound:g})",
     )
     mean = noisy[:features] / rows
     variance = (noisy[features:] / rows - mean.square()).clamp(min=MIN_STD_FRACTION**2)
