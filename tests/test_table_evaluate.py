@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -76,3 +77,20 @@ def test_log_likelihood_matches_the_model(half_moons_model):
     data.setup()
     assert result["value"] == pytest.approx(model.log_prob(data.test_rows).mean().item(), rel=1e-6)
     assert torch.isfinite(torch.tensor(result["value"]))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".png"])
+def test_sample_command_writes_table_rows(half_moons_model, tmp_path, suffix):
+    out = tmp_path / f"rows{suffix}"
+    assert main(["sample", str(half_moons_model), "--n", "50", "--out", str(out)]) == 0
+    if suffix == ".csv":
+        assert np.loadtxt(out, delimiter=",").shape == (50, 2)
+    elif suffix == ".npy":
+        assert np.load(out).shape == (50, 2)
+    else:
+        assert out.stat().st_size > 0
+
+
+def test_sample_command_refuses_an_unknown_row_format(half_moons_model, tmp_path, capsys):
+    assert main(["sample", str(half_moons_model), "--n", "5", "--out", str(tmp_path / "rows.txt")]) == 2
+    assert "not '.txt'" in capsys.readouterr().err

@@ -6,11 +6,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.data.images import DataNotFoundError
 from zoo.hub import CheckpointError
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.registry import UnknownModelError
+
+if TYPE_CHECKING:
+    import torch
 
 USER_ERRORS = (PrivacyConfigError, DataNotFoundError, CheckpointError, UnknownModelError, ValueError)
 
@@ -38,7 +42,10 @@ def _sample(args: argparse.Namespace) -> int:
     samples = model.sample(args.n, labels=labels, seed=args.seed)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_image(samples, out, nrow=args.nrow or model.num_classes or 8, padding=2, pad_value=1.0)
+    if samples.dim() == 2:
+        _write_rows(samples, out)
+    else:
+        save_image(samples, out, nrow=args.nrow or model.num_classes or 8, padding=2, pad_value=1.0)
     print(f"wrote {args.n} samples of {args.model} to {out}")
     for dataset, guarantee in model.privacy_ledger.guarantees().items():
         print(
@@ -51,6 +58,23 @@ def _sample(args: argparse.Namespace) -> int:
         for result in evaluation["results"]:
             print(f"  {result['metric_name']}: {result['metric_value']}")
     return 0
+
+
+def _write_rows(rows: torch.Tensor, out: Path) -> None:
+    """Table rows as CSV (no header), ``.npy``, or a picture (``.png``: scatter or histograms)."""
+    import numpy as np
+
+    from zoo.plots import feature_histograms, plot_bounds, scatter_panel
+
+    if out.suffix == ".csv":
+        np.savetxt(out, rows.numpy(), delimiter=",", fmt="%.6g")
+    elif out.suffix == ".npy":
+        np.save(out, rows.numpy())
+    elif out.suffix == ".png":
+        picture = scatter_panel(rows, plot_bounds(rows)) if rows.shape[1] == 2 else feature_histograms(rows)
+        picture.save(out)
+    else:
+        raise ValueError(f"table rows are written as .csv, .npy or .png, not {out.suffix or 'no suffix'!r}")
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -155,10 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
 
-    sample = commands.add_parser("sample", help="write a sample grid from a model")
+    sample = commands.add_parser("sample", help="write a sample grid (images) or rows (tables) from a model")
     sample.add_argument("model", help="model id, folder, or hf-hub:org/name")
     sample.add_argument("--n", type=int, default=64, help="number of samples (default: 64)")
-    sample.add_argument("--out", default="samples.png", help="PNG file to write (default: samples.png)")
+    sample.add_argument(
+        "--out", default="samples.png", help="PNG grid; for tables also .csv or .npy rows (default: samples.png)"
+    )
     sample.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
     sample.add_argument("--labels", default=None, help="comma-separated class per sample (class-conditional models)")
     sample.add_argument(
