@@ -4,7 +4,8 @@ For each split k, trains the recipe with ``--data.init_args.split k`` (a fresh p
 on that split's training rows), then scores its test rows with the model and with a DP-MoG
 fitted at the model's own (ε, δ) on the same rows. Prints a Markdown table and writes JSON.
 
-    python benchmarks/dp_nf_splits.py configs/dp_nf_lifesci_eps1.yaml [--splits 10] [--json out.json]
+    python benchmarks/dp_nf_splits.py configs/dp_nf_lifesci_eps1.yaml [--splits 10] [--json out.json] \
+        [recipe overrides, e.g. --trainer.max_steps=5]
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ def main() -> None:
     parser.add_argument("config", help="a DP-NF recipe (configs/dp_nf_*.yaml)")
     parser.add_argument("--splits", type=int, default=10)
     parser.add_argument("--json", default=None, help="also write the per-split numbers here")
-    args = parser.parse_args()
+    args, overrides = parser.parse_known_args()
     warnings.filterwarnings("ignore", message=".*(LeafSpec|IterableDataset|litlogger).*")
     rows = []
     for split in range(args.splits):
         model = run_fit(
             ["--config", args.config, f"--data.init_args.split={split}", "--save_pretrained=null"]
-            + ["--trainer.enable_progress_bar=false"]
+            + ["--trainer.enable_progress_bar=false", *overrides]
         )
         table = model.trainer.datamodule.table
         results = evaluate(model.eval(), table, metrics=("log_likelihood", "dp_mog"), split=split, progress=False)

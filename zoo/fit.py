@@ -21,7 +21,9 @@ from zoo.privacy import DPCallback, PrivacyConfigError
 
 class DPZooCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:  # type: ignore[no-untyped-def]
-        parser.add_argument("--save_pretrained", default=None, help="write the trained model here in Hub layout")
+        parser.add_argument(
+            "--save_pretrained", type=str | None, default=None, help="write the trained model here in Hub layout"
+        )
         parser.add_argument("--model_id", default=None, help="model id for the card (default: the folder name)")
         parser.add_argument("--selection", default=None, help="how the recipe was chosen (stated in the card)")
         parser.add_argument("--weights_dtype", default="float32", help="float32 or float16 for the release")
