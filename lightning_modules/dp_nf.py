@@ -76,10 +76,10 @@ class DPNF(DPGenerativeModel):
                 raise ValueError("actnorm_init='private' releases statistics of a zoo.data.TableDataModule's rows")
             return
         callback = DPCallback.of(self.trainer)
+        if datamodule.features != self.hparams.features:
+            raise ValueError(f"the model has {self.hparams.features} features, the table {datamodule.features}")
         standardisation = datamodule.release_standardisation(delta=callback.delta, accountant=callback.accountant)
         mean, std = self._adopt_release(standardisation)
-        if mean.shape != self.feature_mean.shape:
-            raise ValueError(f"the model has {self.hparams.features} features, the table {len(mean)}")
         self.feature_mean.copy_(mean)
         self.feature_std.copy_(std)
         self.hparams.update(

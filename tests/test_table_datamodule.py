@@ -116,3 +116,11 @@ def test_private_actnorm_start_needs_a_table():
     data = ToyData(TensorDataset(torch.randn(100, 2)), 0.1, "toy")
     with pytest.raises(ValueError, match="TableDataModule"):
         tiny_trainer([DPCallback(target_epsilon=1.0)], 1).fit(model, data)
+
+
+def test_a_table_of_another_width_is_refused_before_any_release():
+    data = TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0)
+    model = DPNF(features=3, blocks=1, hidden=8)
+    with pytest.raises(ValueError, match="the model has 3 features, the table 2"):
+        tiny_trainer([DPCallback(target_epsilon=1.0)], 1, limit_val_batches=0).fit(model, data)
+    assert data._standardisation is None
