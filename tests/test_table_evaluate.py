@@ -55,7 +55,7 @@ def test_evaluate_command_writes_numbers_and_figures_into_the_card(half_moons_mo
     assert results["dp_mog"]["protocol"]["epsilon"] == pytest.approx(guarantee["epsilon"])
     card = (half_moons_model / "README.md").read_text()
     assert "![real_vs_synthetic.png](real_vs_synthetic.png)" in card and "density-estimation" in card
-    assert "Standardisation of the features: private" in card
+    assert "Standardisation of the features: private" in card and "Barrier B4" in card
     assert (half_moons_model / "real_vs_synthetic.png").is_file()
     json.dumps(evaluation)  # stored as JSON
 
