@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zoo.data.images import DataNotFoundError
 from zoo.hub import CheckpointError
@@ -108,26 +108,32 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}")
     if args.write_card:
         command = "dpzoo " + shlex.join(args.argv)
-        figures = _table_figures(folder, args.dataset, args.split)
+        figures = _table_figures(folder, evaluation)
         record_evaluation(folder, evaluation, command, figures)
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
 
 
-def _table_figures(folder: Path, dataset: str, split: int) -> list[str]:
-    """For a table: the model's samples (and density, in 2-D) next to the real test rows."""
+def _table_figures(folder: Path, evaluation: dict[str, Any]) -> list[str]:
+    """For a table: the model's samples (and density, in 2-D) next to the real test rows, and the
+    anomaly-detection ROC curve when it was measured."""
     from zoo.data import TableDataModule
     from zoo.data.tables import TABLES
     from zoo.loading import load
-    from zoo.plots import table_model_picture
+    from zoo.plots import roc_picture, table_model_picture
 
-    if dataset not in TABLES:
+    if evaluation["dataset"] not in TABLES:
         return []
-    data = TableDataModule(dataset, split=split, standardisation="public")
+    data = TableDataModule(evaluation["dataset"], split=evaluation["split"], standardisation="public")
     data.setup()
-    name = "real_vs_synthetic.png"
-    table_model_picture(load(folder), real=data.test_rows).save(folder / name)
-    return [name]
+    table_model_picture(load(folder), real=data.test_rows).save(folder / "real_vs_synthetic.png")
+    figures = ["real_vs_synthetic.png"]
+    anomaly = evaluation["results"].get("anomaly_auroc")
+    if anomaly:
+        title = f"anomaly detection by log-likelihood, AUROC {anomaly['value']:.3f}"
+        roc_picture(anomaly["roc"]["fpr"], anomaly["roc"]["tpr"], title).save(folder / "anomaly_roc.png")
+        figures.append("anomaly_roc.png")
+    return figures
 
 
 def _card(args: argparse.Namespace) -> int:

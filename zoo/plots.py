@@ -128,3 +128,20 @@ def table_model_picture(model, real: Tensor | None = None, num_samples: int = 20
     if real is not None:
         panels.append(("real rows", scatter_panel(real, bounds)))
     return side_by_side(panels)
+
+
+def roc_picture(fpr: list[float], tpr: list[float], title: str, size: int = 240) -> Image.Image:
+    """A ROC curve on the unit square, with the chance diagonal."""
+    margin = 24
+    image = Image.new("RGB", (size + 2 * margin, size + 2 * margin), "white")
+    draw = ImageDraw.Draw(image)
+
+    def point(x: float, y: float) -> tuple[float, float]:
+        return margin + x * size, margin + (1 - y) * size
+
+    draw.rectangle([point(0, 1), point(1, 0)], outline="black")
+    draw.line([point(0, 0), point(1, 1)], fill=(180, 180, 180))
+    draw.line([point(x, y) for x, y in zip(fpr, tpr, strict=True)], fill=SYNTHETIC_COLOUR, width=2)
+    draw.text((margin, 6), title, fill="black")
+    draw.text((margin, size + margin + 6), "x: false positive rate, y: true positive rate", fill="black")
+    return image

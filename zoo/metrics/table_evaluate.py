@@ -131,7 +131,7 @@ def _dp_mog(model: Any, data: TableDataModule, row_norm_bound: float | None, see
         "protocol": {
             "score": f"DP-MoG baseline (DP-EM, 3 components, 10 iterations, rows clipped to {bound:g}) "
             "at the model's (ε, δ)",
-            "epsilon": guarantee["epsilon"],
-            "noise_multiplier": baseline.privacy_ledger.entries[0].noise_multiplier,
+            "epsilon": round(guarantee["epsilon"], 4),
+            "noise_multiplier": round(baseline.privacy_ledger.entries[0].noise_multiplier, 4),
         },
     }
