@@ -39,6 +39,7 @@ class DPNF(DPGenerativeModel):
         actnorm_init_noise_multiplier: float = 10.0,
         prior_components: int = 0,
         learning_rate: float = 1e-3,
+        cosine_decay: bool = False,
         feature_mean: Sequence[float] | None = None,
         feature_std: Sequence[float] | None = None,
         standardisation: str | None = None,
@@ -152,8 +153,15 @@ class DPNF(DPGenerativeModel):
     def validation_step(self, batch: tuple[Tensor, ...], batch_idx: int) -> None:
         self.log("val_nll", -self.log_prob(batch[0]).mean(), prog_bar=True)
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
+    def configure_optimizers(self) -> Any:
+        """Adam; with ``cosine_decay`` the learning rate falls to 0 over the run, so the last noisy
+        steps move the density little (a data-independent schedule costs no privacy)."""
+        optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
+        if not self.hparams.cosine_decay:
+            return optimizer
+        steps = max(1, int(self.trainer.estimated_stepping_batches))
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         return self.flow.sample(n, generator) * self.feature_std + self.feature_mean

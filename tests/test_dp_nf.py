@@ -73,3 +73,14 @@ def test_bad_rows_get_clear_errors(trained, rows, message):
 def test_bad_settings_get_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DPNF(**kwargs)
+
+
+def test_cosine_decay_brings_the_learning_rate_to_zero():
+    table = half_moons(rows=500).float()
+    model = DPNF(features=2, blocks=1, hidden=8, learning_rate=1e-2, cosine_decay=True)
+    callback = DPCallback(target_epsilon=4.0, delta=1e-5, max_grad_norm=1.0, planned_steps=10)
+    trainer = tiny_trainer([callback], 10)
+    trainer.fit(model, ToyData(TensorDataset(table), 0.1, "half-moons-train"))
+    (optimizer,) = trainer.optimizers
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-9)
+    assert model.privacy_ledger.entries[0].steps == 10
