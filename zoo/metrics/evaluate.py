@@ -16,7 +16,8 @@ from zoo.metrics.table_evaluate import TABLE_METRICS, evaluate_table
 
 CAS_METRICS = ("cas", *(f"cas_{c}" for c in CLASSIFIERS))
 DENSITY_METRICS = {"ood_auroc": ood_auroc, "log_likelihood": heldout_log_likelihood}
-METRICS = (*FIDELITY_METRICS, *CAS_METRICS, *DENSITY_METRICS, "audit", *TABLE_METRICS[1:])
+IMAGE_METRICS = (*FIDELITY_METRICS, *CAS_METRICS, *DENSITY_METRICS, "audit")
+METRICS = tuple(dict.fromkeys((*IMAGE_METRICS, *TABLE_METRICS)))
 
 
 def evaluate(
@@ -52,7 +53,7 @@ def evaluate(
 
     if dataset not in (*IMAGE_DATASETS, *TABLES):
         raise ValueError(f"unknown dataset {dataset!r}; known: {sorted(IMAGE_DATASETS)} and tables {list(TABLES)}")
-    known = TABLE_METRICS if dataset in TABLES else METRICS
+    known = TABLE_METRICS if dataset in TABLES else IMAGE_METRICS
     unknown = [m for m in metrics if m not in known]
     if unknown:
         raise ValueError(f"unknown metrics for {dataset} {unknown}; known: {list(known)}")
@@ -122,11 +123,7 @@ def evaluator_of(result: dict[str, Any]) -> str:
 
 def _side_numbers(result: dict[str, Any]) -> dict[str, float]:
     """Numbers measured next to the headline value (a reference score, rates), rounded for the card."""
-    return {
-        k: round(v, 4)
-        for k, v in result.items()
-        if isinstance(v, float) and k not in ("value", "std") and not isinstance(v, bool)
-    }
+    return {k: round(v, 4) for k, v in result.items() if isinstance(v, float) and k not in ("value", "std")}
 
 
 def card_results(evaluation: dict[str, Any], dataset_name: str) -> list[dict[str, Any]]:
