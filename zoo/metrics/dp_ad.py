@@ -57,16 +57,19 @@ def fit_partition_voters(
     """Train one MAF per disjoint part of ``rows`` with Adam (no privacy: only votes leave)."""
     from lightning_modules.dp_nf import DPNF  # lightning_modules imports zoo, which imports this module
 
-    torch.manual_seed(seed)
-    order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(seed))
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(rows), generator=generator)
     flows, thresholds = [], []
     for part in tqdm(order.chunk(parts), desc="DP-AD: one flow per part", disable=not progress):
         data = rows[part].float()
-        flow = DPNF(rows.shape[1], feature_mean=data.mean(0).tolist(), feature_std=data.std(0).tolist())
+        with torch.random.fork_rng():  # seeded initialisation without touching the caller's RNG
+            torch.manual_seed(seed + len(flows))
+            flow = DPNF(rows.shape[1], feature_mean=data.mean(0).tolist(), feature_std=data.std(0).tolist())
         optimizer = torch.optim.Adam(flow.parameters(), lr=1e-3)
         for _ in range(steps):
             optimizer.zero_grad()
-            (-flow.log_prob(data[torch.randint(len(data), (batch_size,))]).mean()).backward()
+            batch = data[torch.randint(len(data), (batch_size,), generator=generator)]
+            (-flow.log_prob(batch).mean()).backward()
             optimizer.step()
         with torch.no_grad():
             thresholds.append(torch.quantile(flow.eval().log_prob(data), quantile))
