@@ -90,6 +90,5 @@ class DPLFlow(DPGenerativeModel):
         return self.flow.log_prob(self.encoder(x))
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
-        z = torch.randn(n, self.hparams.latent_dim, generator=generator).to(self.device)
-        images = self.decoder(self.flow.inverse(z)).clamp(0, 1)
+        images = self.decoder(self.flow.sample(n, generator)).clamp(0, 1)
         return images if self.postprocess is None else self.postprocess(images)
