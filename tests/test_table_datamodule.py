@@ -124,3 +124,13 @@ def test_a_table_of_another_width_is_refused_before_any_release():
     with pytest.raises(ValueError, match="the model has 3 features, the table 2"):
         tiny_trainer([DPCallback(target_epsilon=1.0)], 1, limit_val_batches=0).fit(model, data)
     assert data._standardisation is None
+
+
+def test_row_scaling_bounds_every_row_norm_by_one():
+    """The sensitivity of the standardisation and DP-EM releases rests on this bound."""
+    from zoo.privacy.release import scale_rows_to_unit_ball
+
+    rows = torch.tensor([[300.0, 400.0], [0.3, 0.4], [0.0, 0.0]], dtype=torch.float64)
+    scaled = scale_rows_to_unit_ball(rows, 2.0)
+    torch.testing.assert_close(scaled.norm(dim=1), torch.tensor([1.0, 0.25, 0.0], dtype=torch.float64))
+    torch.testing.assert_close(scaled[1], rows[1] / 2.0)

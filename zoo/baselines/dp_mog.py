@@ -19,6 +19,7 @@ from zoo.privacy.accounting import calibrate_noise_multiplier
 from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.randomness import private_generator
+from zoo.privacy.release import scale_rows_to_unit_ball
 from zoo.privacy.validation import check_delta, check_epsilon, check_positive
 
 SENSITIVITY = math.sqrt(3)
@@ -71,7 +72,7 @@ class DPGaussianMixture:
                 note=f"DP-EM: {self.components} components, rows clipped to L2 norm {self.clip_bound:g}",
             )
         )
-        u = self._scaled(rows.double())
+        u = scale_rows_to_unit_ball(rows.double(), self.clip_bound)
         features = u.shape[1]
         start = torch.Generator().manual_seed(init_seed)
         self.weights = torch.full((self.components,), 1.0 / self.components, dtype=torch.float64)
@@ -103,9 +104,6 @@ class DPGaussianMixture:
         values, vectors = torch.linalg.eigh(covariances)
         values = values.clamp(min=self.min_variance)
         self.covariances = vectors @ torch.diag_embed(values) @ vectors.transpose(1, 2)
-
-    def _scaled(self, rows: Tensor) -> Tensor:
-        return rows / rows.norm(dim=1, keepdim=True).clamp(min=self.clip_bound)
 
     def _component_log_probs(self, u: Tensor) -> Tensor:
         mixture = torch.distributions.MultivariateNormal(self.means, covariance_matrix=self.covariances)

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from zoo.privacy.ledger import LedgerEntry
-from zoo.privacy.release import gaussian_release
+from zoo.privacy.release import gaussian_release, scale_rows_to_unit_ball
 from zoo.privacy.validation import check_positive
 
 #: smallest released std, as a fraction of the clip bound: the noisy second moment can fall
@@ -57,8 +57,7 @@ def private_standardisation(
     """Mean and std of ``table`` (rows × features) with Gaussian noise; the entry is returned, not logged."""
     bound = check_positive(clip_bound, "clip_bound")
     rows, features = table.shape
-    table = table.double()
-    scaled = table / table.norm(dim=1, keepdim=True).clamp(min=bound)
+    scaled = scale_rows_to_unit_ball(table.double(), bound)
     sums = torch.cat([scaled.sum(0), scaled.square().sum(0)])
     noisy, entry = gaussian_release(
         sums,

@@ -19,6 +19,12 @@ from zoo.privacy.validation import (
 )
 
 
+def scale_rows_to_unit_ball(rows: Tensor, bound: float) -> Tensor:
+    """``rows / max(‖row‖, bound)``: every row ends with L2 norm ≤ 1, rows within ``bound`` are
+    only rescaled by 1/bound, so statistics of the result have a sensitivity free of the data."""
+    return rows / rows.norm(dim=1, keepdim=True).clamp(min=bound)
+
+
 def gaussian_release(
     statistic: Tensor,
     l2_sensitivity: float,
