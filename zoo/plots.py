@@ -25,8 +25,8 @@ def feature_histograms(synthetic: Tensor, real: Tensor | None = None, columns: i
     columns = min(columns, features)
     image = Image.new("RGB", (columns * PANEL, rows * PANEL + 18), "white")
     draw = ImageDraw.Draw(image)
-    for j in range(features):
-        low, high = torch.quantile(reference[:, j].double(), torch.tensor([0.005, 0.995], dtype=torch.float64)).tolist()
+    lows, highs = (bounds.tolist() for bounds in _central_range(reference))
+    for j, (low, high) in enumerate(zip(lows, highs, strict=True)):
         left, top = (j % columns) * PANEL, (j // columns) * PANEL
         histograms = [(_histogram(synthetic[:, j], low, high), SYNTHETIC_COLOUR)]
         if real is not None:
@@ -40,6 +40,11 @@ def feature_histograms(synthetic: Tensor, real: Tensor | None = None, columns: i
     legend = "blue bars: real rows, orange line: synthetic rows" if real is not None else "synthetic rows"
     draw.text((6, rows * PANEL + 3), legend, fill="black")
     return image
+
+
+def _central_range(rows: Tensor) -> Tensor:
+    """Per-feature 0.5th and 99.5th percentiles, shape (2, features): what the pictures span."""
+    return torch.quantile(rows.double(), torch.tensor([0.005, 0.995], dtype=torch.float64), dim=0)
 
 
 def _histogram(values: Tensor, low: float, high: float) -> Tensor:
@@ -111,7 +116,7 @@ def side_by_side(panels: list[tuple[str, Image.Image]]) -> Image.Image:
 
 def plot_bounds(rows: Tensor, margin: float = 0.1) -> tuple[float, float, float, float]:
     """A box around the 0.5–99.5% range of 2-D ``rows`` with a margin."""
-    low, high = torch.quantile(rows.double(), torch.tensor([0.005, 0.995], dtype=torch.float64), dim=0)
+    low, high = _central_range(rows)
     pad = (high - low) * margin
     (x0, y0), (x1, y1) = (low - pad).tolist(), (high + pad).tolist()
     return x0, x1, y0, y1
