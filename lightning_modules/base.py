@@ -25,6 +25,8 @@ class DPGenerativeModel(pl.LightningModule):
     never_released: ClassVar[tuple[str, ...]] = ()
     #: number of classes of a class-conditional model, None for an unconditional one
     num_classes: int | None = None
+    #: what ``sample`` returns: "images" (n, C, H, W) in [0, 1] or table "rows" (n, features)
+    sample_kind: ClassVar[str] = "images"
 
     def architecture(self) -> dict[str, Any]:
         """Constructor arguments that rebuild this model (stored in config.json)."""

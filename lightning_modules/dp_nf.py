@@ -28,6 +28,7 @@ class DPNF(DPGenerativeModel):
     privacy_barrier = PrivacyBarrier.PRIVATE_MODEL
     released_modules = ("flow",)
     log_prob_space = "table rows in their own units"
+    sample_kind = "rows"
 
     def __init__(
         self,

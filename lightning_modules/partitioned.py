@@ -57,6 +57,10 @@ class PerClassModel(DPGenerativeModel):
         return out
 
     @property
+    def sample_kind(self) -> str:  # type: ignore[override]
+        return self.parts[0].sample_kind
+
+    @property
     def log_prob_space(self) -> str:
         return self.parts[0].log_prob_space
 

@@ -110,7 +110,7 @@ def write_sample_grid(model: Any, directory: str | Path, seed: int = 0) -> None:
     for table models the density and samples (2 features) or per-feature histograms of samples."""
     from zoo.plots import table_model_picture
 
-    if getattr(model, "log_prob_space", "").startswith("table"):
+    if model.sample_kind == "rows":
         table_model_picture(model, seed=seed).save(Path(directory) / SAMPLES_NAME)
         return
     columns = model.num_classes or 8
