@@ -12,10 +12,10 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from zoo.privacy import PrivacyBarrier
+from zoo.privacy import PrivacyBarrier, PrivacyLedgerMixin
 
 
-class DPGenerativeModel(pl.LightningModule):
+class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
     #: registry name of the method, e.g. "dp-lflow"
     method: ClassVar[str]
     privacy_barrier: ClassVar[PrivacyBarrier]
@@ -32,6 +32,10 @@ class DPGenerativeModel(pl.LightningModule):
         """Constructor arguments that rebuild this model (stored in config.json)."""
         accepted = inspect.signature(type(self).__init__).parameters
         return {k: v for k, v in self.hparams.items() if k in accepted}
+
+    def finetuning_plan(self, datamodule: pl.LightningDataModule) -> list[tuple[DPGenerativeModel, Any]]:
+        """The (module, datamodule) pairs that fine-tuning trains, each under its own DPCallback."""
+        return [(self, datamodule)]
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         """``n`` samples (labels given for class-conditional models), drawing all randomness from ``generator``."""

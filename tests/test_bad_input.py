@@ -148,3 +148,21 @@ def test_target_epsilon_needs_a_bounded_run():
     callback = DPCallback(target_epsilon=1.0)
     with pytest.raises(PrivacyConfigError, match="unbounded run"):
         tiny_trainer([callback], -1, max_epochs=-1).fit(TinyClassifier(), ToyData(toy_images(20), 0.5))
+
+
+def test_public_parameters_in_the_private_optimizer_are_refused_by_name():
+    """They would receive the raw, unclipped gradient of the private data."""
+
+    class Extra(TinyClassifier):
+        def __init__(self):
+            super().__init__()
+            self.public = nn.Linear(2, 2)
+
+        def training_step(self, batch, batch_idx):
+            return super().training_step(batch, batch_idx) + self.public(torch.ones(1, 2)).sum()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    with pytest.raises(PrivacyConfigError, match=r"outside private_modules\(\): \['public.weight', 'public.bias'\]"):
+        _fit(Extra())

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from torch.utils.data import TensorDataset
 
 from tests.toys import TinyClassifier, ToyData, tiny_trainer, toy_images
 from zoo.privacy import DPCallback, PrivacyConfigError, epsilon_spent
@@ -103,3 +104,21 @@ class TwoStepsPerBatch(TinyClassifier):
 def test_two_private_steps_on_one_batch_are_refused():
     with pytest.raises(PrivacyConfigError, match="second private optimizer step on the same Poisson batch"):
         tiny_trainer([DPCallback(noise_multiplier=1.0)], max_steps=2).fit(TwoStepsPerBatch(), ToyData(DATA, 0.1))
+
+
+def test_load_from_checkpoint_keeps_the_ledger_so_further_training_composes(tmp_path):
+    from lightning_modules import DPLFlow
+    from tests.test_hub import TINY
+
+    images = TensorDataset(torch.rand(64, 1, 8, 8, generator=torch.Generator().manual_seed(0)), torch.zeros(64))
+    first = DPCallback(noise_multiplier=1.2, max_grad_norm=0.1, accountant="rdp")
+    trainer = tiny_trainer([first], max_steps=6)
+    trainer.fit(DPLFlow(**TINY), ToyData(images, 0.25, "same-data"))
+    trainer.save_checkpoint(tmp_path / "run.ckpt")
+
+    loaded = DPLFlow.load_from_checkpoint(tmp_path / "run.ckpt")
+    assert loaded.privacy_ledger.entries[0].steps == 6
+    second = DPCallback(noise_multiplier=1.2, max_grad_norm=0.1, accountant="rdp")
+    tiny_trainer([second], max_steps=6).fit(loaded, ToyData(images, 0.25, "same-data"))
+    assert [e.steps for e in second.ledger.entries] == [6, 6]
+    assert second.epsilon == pytest.approx(epsilon_spent([(1.2, 0.25, 12)], 1e-5, "rdp"))

@@ -1,6 +1,7 @@
 """Per-example clipping really bounds each example's contribution, in every engine."""
 
 import pytest
+import pytorch_lightning as pl
 import torch
 from torch import nn
 from torch.utils.data import TensorDataset
@@ -141,3 +142,40 @@ def test_opacus_modes_refuse_layers_they_cannot_handle_with_a_pointer_to_auto():
     assert create_engine([MAF(dim=2, blocks=1, hidden=4)], "auto").mode == "ghost"
     with pytest.raises(PrivacyConfigError, match="per_example_mode='auto'"):
         create_engine([MAF(dim=2, blocks=1, hidden=4)], "hooks")
+
+
+class SumOfOutputs(pl.LightningModule):
+    """loss = Σ_i w·x_i, so example i's gradient is exactly x_i."""
+
+    privacy_barrier = "B4"
+
+    def __init__(self, features: int):
+        super().__init__()
+        self.layer = nn.Linear(features, 1, bias=False)
+
+    def private_modules(self):
+        return [self.layer]
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch[0]).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_accumulated_clipped_sums_survive_a_micro_batch_whose_raw_gradient_cancels(mode):
+    """Micro-batch {2v, 2v, 2v, -6v} sums to a zero raw gradient; its clipped sum (C = 1) is 2v
+    and must still reach the step, whatever p.grad looks like afterwards."""
+    v = torch.tensor([1.0, 0.0, 0.0])
+    others = torch.tensor([[0.0, 3.0, 0.0], [0.0, 0.0, 0.5], [0.2, 0.2, 0.2], [0.0, -4.0, 1.0]])
+    rows = torch.cat([torch.stack([2 * v, 2 * v, 2 * v, -6 * v]), others])
+    recorder = GradientRecorder()
+    callback = DPCallback(
+        noise_multiplier=1e-13, max_grad_norm=1.0, per_example_mode=mode, loss_reduction="sum", noise_seed=0
+    )
+    trainer = tiny_trainer([callback, recorder], 1, accumulate_grad_batches=2)
+    trainer.fit(SumOfOutputs(3), ToyData(TensorDataset(rows), sample_rate=1.0))
+    expected = (rows / rows.norm(dim=1, keepdim=True).clamp(min=1.0)).sum(0)
+    (released,) = recorder.grads[0]
+    torch.testing.assert_close(released.flatten() * len(rows), expected, rtol=1e-4, atol=1e-5)

@@ -53,3 +53,14 @@ def test_same_dataset_composes_sequentially_partitions_in_parallel():
     assert guarantees["other"]["epsilon"] == pytest.approx(epsilon_spent([(2.0, 0.1, 50)], 1e-5, "rdp"))
     with pytest.raises(KeyError, match="no entry for dataset"):
         ledger.epsilon("missing")
+
+
+def test_whole_dataset_and_partition_entries_add_their_deltas():
+    """Basic composition of the whole-dataset guarantee with the parallel one: ε and δ both add."""
+    ledger = PrivacyLedger([entry("all", 30), entry("all/class=0", 100, "all"), entry("all/class=1", 50, "all")])
+    (guarantee,) = ledger.guarantees().values()
+    assert guarantee["delta"] == pytest.approx(2e-5)
+    assert guarantee["epsilon"] == pytest.approx(ledger.epsilon("all") + ledger.epsilon("all/class=0"))
+    assert PrivacyLedger([entry("all/class=0", 5, "all"), entry("all/class=1", 5, "all")]).guarantees()["all"][
+        "delta"
+    ] == pytest.approx(1e-5)

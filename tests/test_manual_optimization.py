@@ -1,11 +1,12 @@
 """Manual optimisation with several optimisers: only the declared private module is privatised."""
 
+import pytest
 import pytorch_lightning as pl
 import torch
 from torch import nn
 
 from tests.toys import GradientRecorder, ToyData, tiny_trainer, toy_images
-from zoo.privacy import DPCallback
+from zoo.privacy import DPCallback, PrivacyConfigError
 
 
 def clone_state(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -121,3 +122,61 @@ def test_private_decoder_with_public_encoder_sharing_one_backward_pass():
         reference.encoder.load_state_dict(encoder_state)
         reference.loss(x).backward()
         assert_dp_gradient_is_true_gradient(dp_grads, reference.decoder.parameters(), len(x) / (rate * len(data)))
+
+
+class TwoPasses(pl.LightningModule):
+    """Manual optimisation that runs the private module's backward pass twice per batch,
+    optionally zeroing the private gradients in between, or steps only every other batch."""
+
+    privacy_barrier = "B4"
+
+    def __init__(self, zero_between: bool = False, step_every: int = 1, passes: int = 2, lr: float = 0.1):
+        super().__init__()
+        self.automatic_optimization = False
+        self.zero_between, self.step_every, self.passes, self.lr = zero_between, step_every, passes, lr
+        self.net = nn.Linear(64, 1)
+        self.batches = []
+
+    def private_modules(self):
+        return [self.net]
+
+    def training_step(self, batch, batch_idx):
+        optimizer = self.optimizers()
+        x = batch[0].flatten(1)
+        self.batches.append(x)
+        for index in range(self.passes):
+            if index and self.zero_between:
+                optimizer.zero_grad()
+            self.manual_backward(self.net(x).mean())
+        if (batch_idx + 1) % self.step_every == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+
+def test_a_second_private_backward_over_one_batch_is_refused():
+    """Each example would enter the step twice (2·C) while the accountant counts it once."""
+    dp = DPCallback(noise_multiplier=1.0, accountant="rdp")
+    with pytest.raises(PrivacyConfigError, match="second backward pass through the private modules"):
+        tiny_trainer([dp], max_steps=2).fit(TwoPasses(), ToyData(toy_images(40), 0.5))
+
+
+def test_zeroing_between_passes_keeps_only_the_last_pass():
+    recorder = GradientRecorder()
+    dp = DPCallback(noise_multiplier=1e-13, max_grad_norm=1e6, accountant="rdp")
+    model = TwoPasses(zero_between=True, lr=0.0)
+    rate, data = 0.5, toy_images(40)
+    tiny_trainer([dp, recorder], max_steps=3).fit(model, ToyData(data, rate, seed=3))
+    assert dp.entry.steps == 3
+    for x, dp_grads in zip(model.batches, recorder.grads, strict=True):
+        model.net.zero_grad()
+        model.net(x).mean().backward()
+        assert_dp_gradient_is_true_gradient(dp_grads, model.net.parameters(), len(x) / (rate * len(data)))
+
+
+def test_gradients_of_two_poisson_batches_in_one_private_step_are_refused():
+    dp = DPCallback(noise_multiplier=1.0, accountant="rdp")
+    with pytest.raises(PrivacyConfigError, match="two Poisson batches would enter one private step"):
+        tiny_trainer([dp], max_steps=4).fit(TwoPasses(step_every=2, passes=1), ToyData(toy_images(40), 0.5))

@@ -7,7 +7,14 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from tests.toys import tiny_trainer
-from zoo.privacy import DPCallback, GradientSanitizer, PrivacyLedger, epsilon_spent, gaussian_release
+from zoo.privacy import (
+    DPCallback,
+    GradientSanitizer,
+    PrivacyConfigError,
+    PrivacyLedger,
+    epsilon_spent,
+    gaussian_release,
+)
 
 
 def upstream_gradient(sanitizer: GradientSanitizer, grad: torch.Tensor) -> torch.Tensor:
@@ -34,35 +41,78 @@ def test_each_row_gets_noise_of_std_sigma_C_scaled_by_the_mean_reduction():
 
 
 class ToyGSWGAN(pl.LightningModule):
-    """Generator output sanitised before a (non-private) critic; γ = 1/K with K critics."""
+    """Generator output sanitised before a (non-private) critic; γ = 1/K with K critics. The
+    critic's weight is zero, so the sanitised gradient that reaches the generator is pure noise."""
 
     privacy_barrier = "B3"
     sanitizer_sample_rate = 0.01
     sanitized_rows_per_step = 16
     private_dataset_size = 1000
 
-    def __init__(self):
+    def __init__(self, rows: int = 16):
         super().__init__()
+        self.rows = rows
         self.generator, self.critic = nn.Linear(4, 8), nn.Linear(8, 1)
+        nn.init.zeros_(self.critic.weight)
+        self.received = []
 
     def training_step(self, batch, batch_idx):
-        fake = self.gradient_sanitizer(self.generator(torch.randn(self.sanitized_rows_per_step, 4)))
-        return -self.critic(fake).mean()
+        output = self.generator(torch.randn(self.rows, 4))
+        output.register_hook(lambda grad: self.received.append(grad.detach().clone()))
+        return -self.critic(self.gradient_sanitizer(output)).mean()
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.generator.parameters(), lr=0.1)
 
 
-def test_b3_accounts_one_mechanism_per_sanitised_row_and_stops_at_the_target():
-    callback = DPCallback(target_epsilon=5.0, accountant="rdp", planned_steps=10, dataset_id="toy")
+def b3_run(callback: DPCallback, rows: int = 16, max_steps: int = 10_000) -> tuple[pl.Trainer, ToyGSWGAN]:
+    model = ToyGSWGAN(rows)
     loader = DataLoader(TensorDataset(torch.zeros(1000, 1)), batch_size=1)
-    trainer = tiny_trainer([callback], max_steps=10_000)
-    trainer.fit(ToyGSWGAN(), loader)
+    trainer = tiny_trainer([callback], max_steps=max_steps)
+    trainer.fit(model, loader)
+    return trainer, model
+
+
+def test_b3_accounts_one_subsampled_gaussian_per_step_at_sensitivity_2C_sqrt_B():
+    callback = DPCallback(target_epsilon=5.0, accountant="rdp", planned_steps=10, dataset_id="toy")
+    trainer, _ = b3_run(callback)
     entry = callback.entry
     assert entry.barrier == "B3" and entry.sample_rate == 0.01
-    assert entry.steps == 16 * trainer.global_step
+    assert entry.steps == trainer.global_step >= 10
+    assert entry.parameters["rows_per_step"] == 16 and entry.parameters["l2_sensitivity"] == 2 * 1.0 * 4
+    assert entry.parameters["row_noise_multiplier"] == pytest.approx(2 * 4 * entry.noise_multiplier)
     assert epsilon_spent([(entry.noise_multiplier, 0.01, entry.steps)], 1e-5, "rdp") <= 5.0
-    assert epsilon_spent([(entry.noise_multiplier, 0.01, entry.steps + 16)], 1e-5, "rdp") > 5.0
+    assert epsilon_spent([(entry.noise_multiplier, 0.01, entry.steps + 1)], 1e-5, "rdp") > 5.0
+
+
+def test_b3_epsilon_recomputed_from_first_principles_by_a_second_accountant():
+    """From what the run did (B rows per step, clip C, the noise it actually added, γ, T steps)
+    and the theorem (every row of a step may move by 2C: L2 sensitivity 2C·√B), Google's PLD
+    accountant gives the ε that the ledger reports."""
+    import dp_accounting
+    from dp_accounting import pld
+
+    sigma_row, clip, rows, gamma = 6.0, 0.5, 16, 0.01
+    callback = DPCallback(noise_multiplier=sigma_row, max_grad_norm=clip, accountant="prv", dataset_id="toy")
+    trainer, model = b3_run(callback, rows, max_steps=400)
+    steps = trainer.global_step
+    noise_std = (torch.cat(model.received) * rows).std().item()  # mean reduction divides each row by B
+    assert noise_std == pytest.approx(sigma_row * clip, rel=0.03)
+    event = dp_accounting.PoissonSampledDpEvent(
+        gamma, dp_accounting.GaussianDpEvent(noise_std / (2 * clip * rows**0.5))
+    )
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-3)
+    accountant.compose(dp_accounting.SelfComposedDpEvent(event, steps))
+    reference = accountant.get_epsilon(1e-5)
+    assert callback.entry.steps == steps == 400
+    assert callback.epsilon == pytest.approx(reference, rel=0.05)
+    per_row_claim = epsilon_spent([(sigma_row, gamma, steps * rows)], 1e-5, "prv")  # the official code's analysis
+    assert per_row_claim < reference / 5
+
+
+def test_b3_refuses_more_rows_than_declared():
+    with pytest.raises(PrivacyConfigError, match="declares sanitized_rows_per_step = 16"):
+        b3_run(DPCallback(noise_multiplier=1.0, accountant="rdp", dataset_id="toy"), rows=17, max_steps=2)
 
 
 def test_gaussian_release_noise_and_ledger_entry():

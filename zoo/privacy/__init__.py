@@ -2,7 +2,7 @@
 
 from zoo.privacy.accounting import calibrate_noise_multiplier, epsilon_spent, max_steps_within
 from zoo.privacy.barriers import PrivacyBarrier
-from zoo.privacy.callback import DPCallback
+from zoo.privacy.callback import DPCallback, PrivacyLedgerMixin
 from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.release import gaussian_release
@@ -18,6 +18,7 @@ __all__ = [
     "PrivacyBudgetExhausted",
     "PrivacyConfigError",
     "PrivacyLedger",
+    "PrivacyLedgerMixin",
     "calibrate_noise_multiplier",
     "epsilon_spent",
     "gaussian_release",

@@ -55,7 +55,7 @@ def epsilon_spent(history: Iterable[Sequence[float]], delta: float, accountant: 
                 epsilon = _gdp_epsilon(history, delta)
             else:
                 epsilon = float(make_accountant(accountant, history).get_epsilon(delta=delta))
-        except (ValueError, OverflowError, FloatingPointError):
+        except (ValueError, OverflowError, FloatingPointError, MemoryError):
             # the accountants' numerics give out only where the noise is far too small for
             # any meaningful guarantee; ∞ is the honest answer and stops any budgeted run
             return math.inf

@@ -35,7 +35,12 @@ from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.per_example import PerExampleGradients, create_engine
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.sampling import poisson_batches_of
-from zoo.privacy.sanitizer import GradientSanitizer
+from zoo.privacy.sanitizer import (
+    GradientSanitizer,
+    accounted_noise_multiplier,
+    row_noise_multiplier,
+    sanitizer_ledger_parameters,
+)
 from zoo.privacy.validation import (
     check_accountant,
     check_delta,
@@ -43,10 +48,22 @@ from zoo.privacy.validation import (
     check_exactly_one,
     check_positive,
     check_private_modules,
+    check_sample_rate,
     warn_if_delta_too_large,
 )
 
 CHECKPOINT_KEY = "privacy_ledger"
+
+
+class PrivacyLedgerMixin:
+    """For a LightningModule trained under DPCallback: ``load_from_checkpoint`` brings the
+    privacy ledger back with the weights, so further training on the same data composes with
+    what was spent instead of starting from ε = 0 (``fit(ckpt_path=...)`` restores it anyway)."""
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        stored = checkpoint.get(CHECKPOINT_KEY)
+        if stored is not None:
+            self.privacy_ledger = PrivacyLedger.from_dict(stored)
 
 
 class DPCallback(pl.Callback):
@@ -113,9 +130,13 @@ class DPCallback(pl.Callback):
         self.barrier: PrivacyBarrier | None = None
         self.sanitizer: GradientSanitizer | None = None
         self._engine: PerExampleGradients | None = None
-        self._clipped_sums: list[Tensor] | None = None
+        self._pending: _ClippedSums | None = None
+        self._private_grads_reset = True
+        self._micro_batch: tuple[int, int] = (0, 0)
+        self._logical_batch: tuple[int, int] = (0, 0)
         self._restored_state: dict[str, Any] | None = None
         self._fresh_batch = False
+        self._rows_at_last_step = 0
 
     # ------------------------------------------------------------------ set-up
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -146,13 +167,16 @@ class DPCallback(pl.Callback):
             self._engine = None
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._engine is not None:
+            check_private_optimizers(trainer.optimizers, self._engine.params, pl_module)
+        rows_per_step = None
         if self.barrier == PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT:
-            dataset_size, sample_rate, mechanisms_per_step = self._sanitizer_sampling(pl_module)
+            dataset_size, sample_rate, rows_per_step = self._sanitizer_sampling(pl_module)
         else:
-            dataset_size, sample_rate, mechanisms_per_step = self._poisson_sampling(trainer)
+            dataset_size, sample_rate = self._poisson_sampling(trainer)
         warn_if_delta_too_large(self.delta, dataset_size)
         dataset_id = self._dataset_id(trainer, dataset_size)
-        self._restore_or_open_entry(trainer, dataset_id, dataset_size, sample_rate, mechanisms_per_step)
+        self._restore_or_open_entry(trainer, dataset_id, dataset_size, sample_rate, rows_per_step)
         assert self.entry is not None
         self.entry.partition_of = self.entry.partition_of or getattr(trainer.datamodule, "partition_of", None)
         if self.target_epsilon is not None:
@@ -160,17 +184,18 @@ class DPCallback(pl.Callback):
             self.allowed_steps = max_steps_within(
                 self.target_epsilon, self.delta, self.entry.noise_multiplier, sample_rate, self.accountant, prior
             )
-        if self.barrier == PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT:
+        if rows_per_step is not None:
+            row_sigma = row_noise_multiplier(self.entry.noise_multiplier, rows_per_step)
             self.sanitizer = GradientSanitizer(
-                self.entry.noise_multiplier, self.max_grad_norm, self.loss_reduction, self._noise_generator
+                row_sigma, self.max_grad_norm, self.loss_reduction, self._noise_generator
             )
-            self.sanitizer.rows_sanitized = self.entry.steps
+            self._rows_at_last_step = 0
             pl_module.gradient_sanitizer = self.sanitizer
         if self._budget_left() == 0:
             rank_zero_warn(f"privacy budget ε={self.target_epsilon} already spent on {dataset_id}; not training.")
             trainer.should_stop = True
 
-    def _poisson_sampling(self, trainer: pl.Trainer) -> tuple[int, float, int]:
+    def _poisson_sampling(self, trainer: pl.Trainer) -> tuple[int, float]:
         batches = poisson_batches_of(trainer.train_dataloader)
         if batches is None:
             raise PrivacyConfigError(
@@ -185,7 +210,7 @@ class DPCallback(pl.Callback):
                 "micro_batches=trainer.accumulate_grad_batches to poisson_loader."
             )
         self._expected_batch_size = batches.expected_batch_size
-        return batches.dataset_size, batches.sample_rate, 1
+        return batches.dataset_size, batches.sample_rate
 
     def _sanitizer_sampling(self, pl_module: pl.LightningModule) -> tuple[int, float, int]:
         try:
@@ -195,9 +220,12 @@ class DPCallback(pl.Callback):
         except AttributeError as missing:
             raise PrivacyConfigError(
                 f"{type(pl_module).__name__} declares B3 and must define sanitizer_sample_rate (γ, the chance "
-                "that an example is in the critic a sample queries), sanitized_rows_per_step and "
-                f"private_dataset_size: {missing}"
+                "that a step queries the critic holding a given record), sanitized_rows_per_step (B, the most "
+                f"rows one step sanitises) and private_dataset_size: {missing}"
             ) from None
+        check_sample_rate(sample_rate)
+        if rows < 1:
+            raise PrivacyConfigError(f"sanitized_rows_per_step must be a positive integer, got {rows}")
         return dataset_size, sample_rate, rows
 
     def _dataset_id(self, trainer: pl.Trainer, dataset_size: int) -> str:
@@ -213,8 +241,17 @@ class DPCallback(pl.Callback):
         return dataset_id
 
     def _restore_or_open_entry(
-        self, trainer: pl.Trainer, dataset_id: str, dataset_size: int, sample_rate: float, mechanisms_per_step: int
+        self,
+        trainer: pl.Trainer,
+        dataset_id: str,
+        dataset_size: int,
+        sample_rate: float,
+        rows_per_step: int | None,
     ) -> None:
+        """``rows_per_step``: B of a B3 run (its accounted noise multiplier is σ/(2√B)), None for DP-SGD."""
+        given_sigma = self.noise_multiplier
+        if given_sigma is not None and rows_per_step is not None:
+            given_sigma = accounted_noise_multiplier(given_sigma, rows_per_step)
         if self._restored_state is not None:
             self.ledger = PrivacyLedger.from_dict(self._restored_state["ledger"])
             trainer.lightning_module.privacy_ledger = self.ledger
@@ -228,7 +265,8 @@ class DPCallback(pl.Callback):
                     and math.isclose(entry.clip_norm, self.max_grad_norm)
                     and entry.delta == self.delta
                     and entry.accountant == self.accountant
-                    and (self.noise_multiplier is None or math.isclose(entry.noise_multiplier, self.noise_multiplier))
+                    and entry.parameters.get("rows_per_step") == rows_per_step
+                    and (given_sigma is None or math.isclose(entry.noise_multiplier, given_sigma))
                 )
                 if same_run:
                     self.entry = entry
@@ -244,19 +282,16 @@ class DPCallback(pl.Callback):
                 self.target_epsilon,
                 self.delta,
                 sample_rate,
-                planned * mechanisms_per_step,
+                planned,
                 self.accountant,
                 prior_history=self.ledger.history(dataset_id),
             )
         else:
-            sigma = self.noise_multiplier
+            sigma = given_sigma
+        sanitized = rows_per_step is not None
         self.entry = self.ledger.append(
             LedgerEntry(
-                mechanism=(
-                    "sanitized_output_gradient"
-                    if self.barrier == PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT
-                    else "subsampled_gaussian"
-                ),
+                mechanism="sanitized_output_gradient" if sanitized else "subsampled_gaussian",
                 barrier=self.barrier.value,  # type: ignore[union-attr]
                 dataset_id=dataset_id,
                 dataset_size=dataset_size,
@@ -268,58 +303,80 @@ class DPCallback(pl.Callback):
                 target_epsilon=self.target_epsilon,
                 per_example_gradients=None if self._engine is None else self._engine.mode,
                 note=f"planned {planned} steps" if math.isfinite(planned) else "",
+                parameters=(
+                    sanitizer_ledger_parameters(sigma, self.max_grad_norm, rows_per_step)  # type: ignore[arg-type]
+                    if sanitized
+                    else {}
+                ),
             )
         )
 
     # ----------------------------------------------------------- private steps
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
         self._fresh_batch = True
+        accumulation = trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1
+        self._micro_batch = (trainer.current_epoch, batch_idx)
+        self._logical_batch = (trainer.current_epoch, batch_idx // accumulation)
 
     def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: Tensor) -> None:
-        """Private gradients were zeroed since the last backward pass: a new private step
-        begins, so earlier clipped sums (say, from a generator's pass through a critic) go."""
-        engine = self._engine
-        if engine is not None and all(p.grad is None or not p.grad.any() for p in engine.params):
-            self._clipped_sums = None
+        self._private_grads_reset = self._pending is None or self._pending.private_grads_were_reset()
 
     def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        """Clip this micro-batch's per-example gradients and add them to the step's sum."""
+        """Clip this micro-batch's per-example gradients and add them to the step's sum.
+
+        The sum of one private step holds each example of one Poisson batch once: a second
+        backward pass over the same batch, or a backward pass over another batch before the
+        private step, is refused. Zeroing the private gradients in between (a GAN's generator
+        pass through a private critic, then ``critic_optimizer.zero_grad()``) discards what came before.
+        """
         engine = self._engine
         if engine is None:
             return
         batch_size = engine.batch_size()
         if batch_size is None:
             return  # this backward pass did not reach the private modules
-        scale = 1.0
+        # Lightning divides the loss by the accumulation factor; a mean loss also by the batch
+        scale = float(trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
         if self.loss_reduction == "mean":
-            accumulation = trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1
-            scale = float(batch_size * accumulation)
+            scale *= batch_size
         norms = engine.squared_norms().sqrt() * scale
         clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
         sums = engine.weighted_sum(clip * scale)
         engine.clear()
-        if self._clipped_sums is None:
-            self._clipped_sums = sums
-        else:
-            self._clipped_sums = [a + b for a, b in zip(self._clipped_sums, sums, strict=True)]
+        pending = None if self._private_grads_reset else self._pending
+        if pending is not None:
+            self._check_same_step(pending)
+            sums = [a + b for a, b in zip(pending.sums, sums, strict=True)]
+        self._pending = _ClippedSums(sums, self._micro_batch, self._logical_batch, engine.params)
+
+    def _check_same_step(self, pending: _ClippedSums) -> None:
+        if pending.micro_batch == self._micro_batch:
+            raise PrivacyConfigError(
+                "a second backward pass through the private modules on the same Poisson batch, without zeroing "
+                "their gradients in between: each example would enter one private step twice (up to 2·C) while "
+                "the accountant counts it once. Add the losses and call backward once, or call "
+                "optimizer.zero_grad() on the private optimizer to discard the first pass."
+            )
+        if pending.logical_batch != self._logical_batch:
+            raise PrivacyConfigError(
+                "clipped gradients of two Poisson batches would enter one private step, which the accountant "
+                "counts as one subsampled step: take a private optimizer step on every batch (for larger "
+                "batches use accumulate_grad_batches with poisson_loader(micro_batches=...))."
+            )
 
     def on_before_optimizer_step(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, optimizer: torch.optim.Optimizer
     ) -> None:
         if self.barrier == PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT:
-            self._account_sanitized_rows()
+            self._account_sanitized_step()
             return
         engine = self._engine
         if engine is None:
             return
-        in_optimizer = {p for group in optimizer.param_groups for p in group["params"]}
-        private = set(engine.params)
-        if not in_optimizer & private:
+        if not {p for group in optimizer.param_groups for p in group["params"]} & set(engine.params):
             return  # a non-private optimizer (a generator, an encoder) steps
-        if not private <= in_optimizer:
-            raise PrivacyConfigError(
-                "one optimizer must hold all private parameters (their per-example gradients are clipped jointly)."
-            )
         if not self._fresh_batch:
             raise PrivacyConfigError(
                 "a second private optimizer step on the same Poisson batch: the accountant counts one "
@@ -327,17 +384,20 @@ class DPCallback(pl.Callback):
                 "accumulate_grad_batches for larger batches)."
             )
         self._fresh_batch = False
+        self._check_budget_left()
+        self._write_noisy_gradients(engine.params)
+        self.entry.steps += 1  # type: ignore[union-attr]
+
+    def _check_budget_left(self) -> None:
         if self._budget_left() == 0:
             raise PrivacyBudgetExhausted(
                 f"a private step was requested after ε={self.target_epsilon} was spent "
                 f"({self.entry.steps} steps); training should have stopped."  # type: ignore[union-attr]
             )
-        self._write_noisy_gradients(engine.params)
-        self.entry.steps += 1  # type: ignore[union-attr]
 
     def _write_noisy_gradients(self, params: list[nn.Parameter]) -> None:
-        sums = self._clipped_sums or [torch.zeros_like(p) for p in params]
-        self._clipped_sums = None
+        sums = [torch.zeros_like(p) for p in params] if self._pending is None else self._pending.sums
+        self._pending = None
         flat = torch.cat([s.reshape(-1) for s in sums])
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
         if not distributed or torch.distributed.get_rank() == 0:
@@ -351,21 +411,27 @@ class DPCallback(pl.Callback):
             p.grad = flat[offset : offset + p.numel()].view_as(p).to(p.dtype)
             offset += p.numel()
 
-    def _account_sanitized_rows(self) -> None:
+    def _account_sanitized_step(self) -> None:
+        """One step of a B3 run: the rows sanitised since the last step form one accounted mechanism."""
         if self.sanitizer is None or self.entry is None:
             return
-        if self.allowed_steps is not None and self.sanitizer.rows_sanitized > self.allowed_steps:
-            raise PrivacyBudgetExhausted(
-                f"{self.sanitizer.rows_sanitized} sanitised rows exceed the {self.allowed_steps} "
-                f"that ε={self.target_epsilon} allows; lower the batch or the planned steps."
+        rows = self.sanitizer.rows_sanitized - self._rows_at_last_step
+        if rows == 0:
+            return  # an optimizer that no sanitised gradient reached (a critic) steps
+        declared = self.entry.parameters["rows_per_step"]
+        if rows > declared:
+            raise PrivacyConfigError(
+                f"{rows} rows were sanitised for one step, but the module declares sanitized_rows_per_step = "
+                f"{declared}: the step's sensitivity 2·C·sqrt(rows) would exceed the accounted one."
             )
-        self.entry.steps = self.sanitizer.rows_sanitized
+        self._check_budget_left()
+        self._rows_at_last_step = self.sanitizer.rows_sanitized
+        self.entry.steps += 1
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
         if self.entry is None:
             return
-        left = self._budget_left()
-        if left is not None and left < max(1, self._rows_per_step(pl_module)):
+        if self._budget_left() == 0:
             trainer.should_stop = True
         if self._logs_epsilon_now(trainer):
             pl_module.log("epsilon", self.epsilon, prog_bar=True, on_step=True, on_epoch=False, rank_zero_only=True)
@@ -380,11 +446,6 @@ class DPCallback(pl.Callback):
             or trainer.is_last_batch
             or last_step
         )
-
-    def _rows_per_step(self, pl_module: pl.LightningModule) -> int:
-        if self.barrier == PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT:
-            return int(pl_module.sanitized_rows_per_step)
-        return 1
 
     def _budget_left(self) -> int | None:
         if self.allowed_steps is None or self.entry is None:
@@ -418,3 +479,61 @@ class DPCallback(pl.Callback):
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]
     ) -> None:
         checkpoint[CHECKPOINT_KEY] = self.ledger.to_dict()
+
+
+class _ClippedSums:
+    """The clipped per-example gradient sums waiting for the next private step, where they came
+    from, and a mark of each private gradient just after the backward pass that produced them."""
+
+    def __init__(
+        self,
+        sums: list[Tensor],
+        micro_batch: tuple[int, int],
+        logical_batch: tuple[int, int],
+        params: list[nn.Parameter],
+    ) -> None:
+        self.sums, self.micro_batch, self.logical_batch = sums, micro_batch, logical_batch
+        self._marks = [(p.grad, None if p.grad is None else p.grad._version) for p in params]
+        self._params = params
+
+    def private_grads_were_reset(self) -> bool:
+        """Whether the private gradients were zeroed (set to None, or zeroed in place) since the mark.
+
+        Read from what happened to the gradient tensors, never from their values alone: a
+        micro-batch whose raw gradients cancel to zero was not reset, and its clipped sums stay."""
+        for p, (grad, version) in zip(self._params, self._marks, strict=True):
+            if p.grad is None:
+                continue
+            untouched = p.grad is grad and p.grad._version == version
+            if untouched or bool(p.grad.any()):
+                return False
+        return True
+
+
+def check_private_optimizers(
+    optimizers: list[torch.optim.Optimizer], private: list[nn.Parameter], module: nn.Module
+) -> None:
+    """An optimizer that steps private parameters must hold all of them (they are clipped jointly)
+    and nothing else: any other parameter would receive an unclipped, un-noised gradient."""
+    private_ids = {id(p) for p in private}
+    names = {id(p): name for name, p in module.named_parameters()}
+    for optimizer in optimizers:
+        held = [p for group in optimizer.param_groups for p in group["params"]]
+        held_ids = {id(p) for p in held}
+        if not held_ids & private_ids:
+            continue
+        if not private_ids <= held_ids:
+            raise PrivacyConfigError(
+                "one optimizer must hold all private parameters (their per-example gradients are clipped jointly)."
+            )
+        public = [
+            names.get(id(p), f"<unnamed {tuple(p.shape)}>")
+            for p in held
+            if id(p) not in private_ids and p.requires_grad
+        ]
+        if public:
+            raise PrivacyConfigError(
+                f"the private optimizer also steps parameters outside private_modules(): {public[:8]}"
+                f"{' ...' if len(public) > 8 else ''}. They would receive unclipped, un-noised gradients of the "
+                "private data. Give them their own optimizer, or return their module from private_modules()."
+            )

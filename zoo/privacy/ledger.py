@@ -32,9 +32,11 @@ def library_versions() -> dict[str, str]:
 class LedgerEntry:
     """One private use of one dataset (a training run, a fine-tune, a one-shot release).
 
-    ``steps`` subsampled-Gaussian mechanisms with noise multiplier ``noise_multiplier``
-    and sampling rate ``sample_rate`` are composed for this entry: DP-SGD steps (B2/B4),
-    sanitised generated samples (B3), or one release (B1, sampling rate 1).
+    ``steps`` subsampled-Gaussian mechanisms with noise multiplier ``noise_multiplier`` (the
+    noise std over the mechanism's L2 sensitivity) and sampling rate ``sample_rate`` are
+    composed for this entry: DP-SGD steps (B2/B4), sanitised generator steps (B3), or one
+    release (B1, sampling rate 1). ``parameters`` holds what the sensitivity argument rests
+    on when it is not just ``clip_norm`` (B3: rows per step and the per-row noise).
     """
 
     mechanism: str
@@ -51,6 +53,7 @@ class LedgerEntry:
     partition_of: str | None = None
     per_example_gradients: str | None = None
     note: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
     library_versions: dict[str, str] = field(default_factory=library_versions)
     created: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat())
 
@@ -93,26 +96,28 @@ class PrivacyLedger:
     def guarantees(self) -> dict[str, dict[str, Any]]:
         """(ε, δ) per source dataset.
 
-        Entries on disjoint partitions of one dataset (``partition_of``) compose in
-        parallel (the maximum); whole-dataset entries compose with them by adding ε, a
-        valid upper bound. δ is the largest δ used.
+        Entries on one dataset id compose sequentially through the accountant. Disjoint
+        partitions of one dataset (``partition_of``) compose in parallel: (max ε, max δ).
+        Whole-dataset entries and the partitions then compose by basic composition: ε and δ add.
         """
         roots: dict[str, dict[str, Any]] = {}
         for dataset_id in dict.fromkeys(e.dataset_id for e in self.entries):
             entries = [e for e in self.entries if e.dataset_id == dataset_id]
             root = entries[0].partition_of or dataset_id
-            summary = roots.setdefault(root, {"whole": 0.0, "partitions": {}, "delta": 0.0, "accountants": set()})
-            eps = self.epsilon(dataset_id)
+            summary = roots.setdefault(
+                root, {"whole": (0.0, 0.0), "partitions": {}, "partition_deltas": [0.0], "accountants": set()}
+            )
+            epsilon, delta = self.epsilon(dataset_id), entries[-1].delta
             if entries[0].partition_of:
-                summary["partitions"][dataset_id] = eps
+                summary["partitions"][dataset_id] = epsilon
+                summary["partition_deltas"].append(delta)
             else:
-                summary["whole"] += eps
-            summary["delta"] = max(summary["delta"], *(e.delta for e in entries))
+                summary["whole"] = (epsilon, delta)
             summary["accountants"].update(e.accountant for e in entries)
         return {
             root: {
-                "epsilon": s["whole"] + max(s["partitions"].values(), default=0.0),
-                "delta": s["delta"],
+                "epsilon": s["whole"][0] + max(s["partitions"].values(), default=0.0),
+                "delta": s["whole"][1] + max(s["partition_deltas"]),
                 "accountants": sorted(s["accountants"]),
                 "partitions": s["partitions"],
             }

@@ -1,19 +1,54 @@
 """B3: sanitise per-sample gradients flowing into a tensor (GS-WGAN's generator output).
 
-The tensor is the identity in the forward pass. In the backward pass the upstream
-gradient of each row (one generated sample) is clipped to ``max_grad_norm`` and
-N(0, σ²C²) is added to every row, as in the official GS-WGAN code. Each sanitised row is
-one subsampled Gaussian mechanism at the critic's sampling rate γ, which is how the
-DPCallback accounts it (steps = rows sanitised).
+The tensor is the identity in the forward pass. In the backward pass the upstream gradient
+of each row (one generated sample) is clipped to C and N(0, σ²C²) is added to every entry,
+as in the official GS-WGAN code. What the official code accounts is not what holds.
+
+Theorem (add/remove-one neighbouring datasets; records assigned to K critics by a draw that
+depends on each record alone, ``zoo.privacy.partition``; each step queries one critic drawn
+uniformly, independently of everything else). The critic a step queries was trained without
+DP on its subset, so adding or removing a record of that subset may change the critic and
+with it the gradient of *every* row of the step: each clipped row moves by at most 2C
+(thesis Theorem 2.4.1), the B×d matrix of the step by at most 2C·√B in L2 norm. The step
+touches a given record only when it queries that record's critic, which happens
+independently across steps with probability γ = 1/K. So each step is one Poisson-subsampled
+Gaussian mechanism at rate γ with noise multiplier z = σC / (2C·√B) = σ / (2√B), and T steps
+compose as T such mechanisms: that is what the DPCallback records (``accounted_noise_multiplier``)
+and what the accountant sees. The official code instead composes T·B mechanisms at rate γ
+and sensitivity C, which understates ε by orders of magnitude.
 """
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_positive
+
+
+def accounted_noise_multiplier(row_noise_multiplier: float, rows_per_step: int) -> float:
+    """z = σ / (2√B): the step's noise std σC over its L2 sensitivity 2C·√B (see the module docstring)."""
+    return row_noise_multiplier / (2 * math.sqrt(rows_per_step))
+
+
+def row_noise_multiplier(accounted: float, rows_per_step: int) -> float:
+    """σ = 2√B·z: the per-row noise multiplier that gives the step the accounted multiplier z."""
+    return accounted * 2 * math.sqrt(rows_per_step)
+
+
+def sanitizer_ledger_parameters(accounted: float, clip: float, rows_per_step: int) -> dict[str, Any]:
+    """What an auditor needs to check the sensitivity argument of a B3 ledger entry."""
+    return {
+        "rows_per_step": rows_per_step,
+        "row_noise_multiplier": row_noise_multiplier(accounted, rows_per_step),
+        "l2_sensitivity": 2 * clip * math.sqrt(rows_per_step),
+        "analysis": "one Poisson-subsampled Gaussian per step at the critic sampling rate; every row of the step "
+        "may change by 2C when the queried critic holds the record (zoo.privacy.sanitizer)",
+    }
 
 
 class GradientSanitizer:
