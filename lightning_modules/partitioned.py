@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from lightning_modules.base import DPGenerativeModel
-from zoo.privacy import PrivacyBarrier, PrivacyLedger
+from zoo.privacy import PrivacyBarrier, PrivacyConfigError, PrivacyLedger
 from zoo.registry import method_class, register_method
 
 
@@ -43,6 +43,18 @@ class PerClassModel(DPGenerativeModel):
 
     def private_modules(self) -> list[nn.Module]:
         return list(self.parts)
+
+    def finetuning_plan(self, datamodule: Any) -> list[tuple[DPGenerativeModel, Any]]:
+        """Part k learns from class k of the new data: the classes are disjoint, so the parts
+        compose in parallel again, each at the fine-tuning target."""
+        for_class = getattr(datamodule, "for_class", None)
+        if not callable(for_class):
+            raise PrivacyConfigError(
+                f"a per-class model fine-tunes each of its {self.num_classes} class models on that class of the new "
+                f"data, so the datamodule must offer for_class(label) (zoo.data.ImageDataModule does); "
+                f"{type(datamodule).__name__} does not."
+            )
+        return [(part, for_class(label)) for label, part in enumerate(self.parts)]
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         assert labels is not None

@@ -6,6 +6,7 @@ import torch
 from huggingface_hub import ModelCard
 
 import zoo
+from zoo.metrics.publication import LOCAL_DIAGNOSTICS
 from zoo.registry import checkpoints_dir
 
 SHIPPED = sorted(p.parent.name for p in checkpoints_dir().glob("*/config.json"))
@@ -34,3 +35,13 @@ def test_shipped_checkpoint(model_id):
 
 def test_at_least_one_checkpoint_is_shipped():
     assert SHIPPED
+
+
+@pytest.mark.parametrize("model_id", SHIPPED)
+def test_no_card_publishes_a_number_read_from_protected_records(model_id):
+    evaluation = zoo.load(model_id).pretrained_config["evaluation"] or {}
+    published = {r["metric_type"] for r in evaluation.get("results", [])} | set(
+        evaluation.get("details", {}).get("results", {})
+    )
+    assert not published & set(LOCAL_DIAGNOSTICS)
+    assert "audit" not in (checkpoints_dir() / model_id / "README.md").read_text().split("## Evaluation")[-1]

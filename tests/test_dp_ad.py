@@ -47,3 +47,22 @@ def test_each_part_flags_its_own_lowest_likelihoods():
 def test_bad_epsilon_is_refused():
     with pytest.raises(ValueError, match="epsilon"):
         exponential_mechanism_votes(torch.zeros(3), 10, -1.0)
+
+
+def test_removing_one_row_changes_one_part_and_no_other():
+    """Sensitivity 1 of every vote count: the other rows keep their parts when one row leaves."""
+    rows = torch.randn(400, 2, generator=torch.Generator().manual_seed(0))
+    key = b"fixed key for the test"
+    before = fit_partition_voters(rows, parts=10, steps=0, partition_key=key).assignment
+    for removed in (0, 137, 399):
+        kept = torch.cat([rows[:removed], rows[removed + 1 :]])
+        after = fit_partition_voters(kept, parts=10, steps=0, partition_key=key).assignment
+        assert torch.equal(after, torch.cat([before[:removed], before[removed + 1 :]]))
+        sizes_before, sizes_after = before.bincount(minlength=10), after.bincount(minlength=10)
+        assert (sizes_before - sizes_after).abs().sum() == 1
+
+
+def test_report_states_the_total_epsilon_of_all_released_labels():
+    rows = torch.randn(600, 2, generator=torch.Generator().manual_seed(1))
+    report = dp_anomaly_detection_report(rows, torch.zeros(30, 2), torch.ones(20, 2), epsilon=0.5, parts=3, steps=2)
+    assert report["protocol"]["epsilon_total"] == pytest.approx(0.5 * 50)

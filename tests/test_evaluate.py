@@ -119,3 +119,25 @@ def test_audit_of_the_shipped_digit_model_rebuilds_its_member_split(data_dir):
     assert 0 <= audit["value"] <= 1 and "likelihood" in audit and audit["protocol"]["members"] == 200
     with pytest.raises(ValueError, match="the audit rebuilds the member split"):
         evaluate("dp-lflow-mnist-digit3-eps10", "mnist", metrics=("audit",), label=4, audit_size=10)
+
+
+def test_write_card_refuses_the_membership_audit_before_any_work(tmp_path, capsys):
+    """The audit scores the model's own training images: a local diagnostic, never a card number."""
+    from tests.test_hub import tiny_private_flow
+
+    folder = save_pretrained(tiny_private_flow(), tmp_path / "tiny")
+    before = (folder / "config.json").read_text()
+    assert main(["evaluate", str(folder), "--metrics", "fid_lenet,audit", "--write-card"]) == 2
+    assert "audit: the membership attack scores the model's own training images" in capsys.readouterr().err
+    assert (folder / "config.json").read_text() == before
+
+
+def test_record_evaluation_refuses_a_result_read_from_protected_records(tmp_path):
+    from tests.test_hub import tiny_private_flow
+    from zoo.hub import record_evaluation
+    from zoo.metrics.publication import UnpublishableMetricError
+
+    folder = save_pretrained(tiny_private_flow(), tmp_path / "tiny")
+    audit = {"value": 0.5, "protocol": {}}
+    with pytest.raises(UnpublishableMetricError, match="audit"):
+        record_evaluation(folder, {"dataset": "mnist", "results": {"audit": audit}}, "dpzoo evaluate ...")

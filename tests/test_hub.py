@@ -181,3 +181,43 @@ def test_card_shows_per_class_results(saved, tmp_path):
     card = (save_pretrained(saved[0], tmp_path / "per-class", evaluation=evaluation) / "README.md").read_text()
     assert "| class | 0 | 1 | mean |" in card
     assert "| ood_auroc | 0.500 | 1.000 | 0.750 |" in card
+
+
+def test_a_loaded_shipped_model_saves_with_default_arguments(tmp_path):
+    """DP-LFlow's coupling masks share memory in models built before the masks were copied."""
+    model = zoo.load("dp-lflow-mnist-digit3-eps10")
+    folder = save_pretrained(model, tmp_path / "again")
+    assert torch.equal(from_pretrained(folder).sample(4, seed=0), model.sample(4, seed=0))
+
+
+def test_a_failed_save_leaves_no_half_written_folder(saved, tmp_path, monkeypatch):
+    model, _ = saved
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("zoo.hub.write_sample_grid", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        save_pretrained(model, tmp_path / "new")
+    assert not (tmp_path / "new").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_save_over_an_existing_folder_keeps_it_whole(saved, tmp_path, monkeypatch):
+    model, _ = saved
+    folder = save_pretrained(model, tmp_path / "kept")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    monkeypatch.setattr("zoo.cards.model_card", lambda *args: (_ for _ in ()).throw(RuntimeError("interrupted")))
+    with pytest.raises(RuntimeError, match="interrupted"):
+        save_pretrained(model, folder, weights_dtype="float16")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+
+
+def test_card_states_the_neighbouring_relation_and_that_the_dataset_size_is_public(saved):
+    """The ledger publishes N and DP-SGD divides by q·N: the card must say N is not protected."""
+    _, folder = saved
+    privacy = ModelCard.load(folder / "README.md").data.to_dict()["privacy"]
+    assert privacy["neighbouring_relation"] == "add or remove one training record"
+    assert "number of training records" in privacy["public"]
+    text = (folder / "README.md").read_text()
+    assert "Treated as public, as in Opacus: the number of training records" in text

@@ -10,7 +10,7 @@ from tests.test_zoo_api import FIT_RECIPE
 from tests.toys import ToyData, tiny_trainer
 from zoo.cli import main
 from zoo.hub import from_pretrained, save_pretrained
-from zoo.privacy import DPCallback
+from zoo.privacy import DPCallback, PrivacyConfigError
 
 
 def trained_parts(classes: int = 3) -> list[DPLFlow]:
@@ -69,3 +69,50 @@ def test_fit_per_class_trains_each_partition_at_the_target(data_dir, tmp_path):
     assert len({e.partition_of for e in entries}) == 1 and all(e.steps == 2 for e in entries)
     (guarantee,) = model.privacy_ledger.guarantees().values()
     assert guarantee["epsilon"] <= 5.0
+
+
+class LabelledToyData(ToyData):
+    """Toy images with labels 0..2 that can serve one class at a time."""
+
+    def __init__(self, dataset_id: str, label: int | None = None):
+        images = torch.rand(90, 1, 8, 8, generator=torch.Generator().manual_seed(5))
+        labels = torch.arange(90) % 3
+        keep = labels == label if label is not None else slice(None)
+        whole = dataset_id
+        super().__init__(
+            TensorDataset(images[keep], labels[keep]),
+            0.25,
+            whole if label is None else f"{whole}/class={label}",
+            partition_of=None if label is None else whole,
+        )
+        self.whole = whole
+
+    def for_class(self, label: int) -> "LabelledToyData":
+        return LabelledToyData(self.whole, label)
+
+
+def test_a_per_class_model_fine_tunes_each_class_on_its_class_of_the_new_data(tmp_path):
+    model = from_pretrained(save_pretrained(PerClassModel.from_parts(trained_parts()), tmp_path / "pretrained"))
+    old = model.privacy_ledger.guarantees()["toy"]
+    import zoo
+
+    tuned = zoo.finetune(
+        model, LabelledToyData("new"), 1.5, max_steps=2, accountant="rdp", accelerator="cpu", enable_progress_bar=False
+    )
+    guarantees = tuned.privacy_ledger.guarantees()
+    assert guarantees["toy"] == old
+    assert len(guarantees["new"]["partitions"]) == 3 and guarantees["new"]["epsilon"] <= 1.5
+    folder = save_pretrained(tuned, tmp_path / "out" / "tuned")
+    card = (folder / "README.md").read_text()
+    headline = card.split("## Usage")[0]
+    assert "δ = 1e-05) for toy**" in headline and f"(ε = {round(guarantees['new']['epsilon'], 4)}" in headline
+    assert f'model = zoo.load("{folder}")' in card
+    assert torch.equal(zoo.load(str(folder)).sample(3, seed=0), tuned.sample(3, seed=0))
+
+
+def test_fine_tuning_a_per_class_model_needs_data_that_serves_one_class():
+    import zoo
+
+    model = PerClassModel.from_parts(trained_parts(2))
+    with pytest.raises(PrivacyConfigError, match=r"must offer for_class\(label\)"):
+        zoo.finetune(model, ToyData(TensorDataset(torch.rand(8, 1, 8, 8)), 0.5, "new"), 1.0)

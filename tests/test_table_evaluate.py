@@ -44,20 +44,48 @@ def test_recipe_releases_standardisation_then_trains_within_the_target(half_moon
 
 def test_evaluate_command_writes_numbers_and_figures_into_the_card(half_moons_model, capsys):
     argv = ["evaluate", str(half_moons_model), "--dataset", "half_moons", "--num-samples", "3000", "--write-card"]
-    argv += ["--metrics", "log_likelihood,knn_mse,anomaly_auroc,dp_mog"]
+    argv += ["--metrics", "log_likelihood,knn_mse,anomaly_auroc"]
     assert main(argv) == 0
-    assert "dp_mog" in capsys.readouterr().out
+    assert "knn_mse" in capsys.readouterr().out
     evaluation = load_config(half_moons_model)["evaluation"]
     results = evaluation["details"]["results"]
     assert results["knn_mse"]["real_data_reference"] < results["knn_mse"]["value"] * 10
     assert 0 <= results["anomaly_auroc"]["value"] <= 1
-    guarantee = load(half_moons_model).privacy_ledger.guarantees()[DATASET_ID]
-    assert results["dp_mog"]["protocol"]["epsilon"] == pytest.approx(guarantee["epsilon"], abs=1e-4)
     card = (half_moons_model / "README.md").read_text()
     assert "![real_vs_synthetic.png](real_vs_synthetic.png)" in card and "density-estimation" in card
     assert "Standardisation of the features: private" in card and "Barrier B4" in card
     assert (half_moons_model / "real_vs_synthetic.png").is_file() and "![anomaly_roc.png](anomaly_roc.png)" in card
     json.dumps(evaluation)  # stored as JSON
+
+
+@pytest.mark.parametrize("metric", ["dp_mog", "dp_ad"])
+def test_write_card_refuses_metrics_that_read_protected_records(half_moons_model, metric, capsys):
+    before = (half_moons_model / "config.json").read_text()
+    argv = ["evaluate", str(half_moons_model), "--dataset", "half_moons", "--metrics", f"knn_mse,{metric}"]
+    assert main([*argv, "--write-card"]) == 2
+    assert "read the protected training records outside the model's privacy ledger" in capsys.readouterr().err
+    assert (half_moons_model / "config.json").read_text() == before
+
+
+def test_local_diagnostics_still_run_and_state_their_cost(half_moons_model):
+    results = evaluate(half_moons_model, "half_moons", metrics=("dp_mog",), num_samples=500)["results"]
+    guarantee = load(half_moons_model).privacy_ledger.guarantees()[DATASET_ID]
+    assert results["dp_mog"]["protocol"]["epsilon"] == pytest.approx(guarantee["epsilon"], abs=1e-4)
+
+
+def test_publishable_table_metrics_never_read_the_training_rows(half_moons_model, monkeypatch):
+    """Replacing the protected rows by noise must leave every number a card may publish unchanged."""
+    metrics = ("log_likelihood", "knn_mse", "anomaly_auroc")
+    honest = evaluate(half_moons_model, "half_moons", metrics=metrics, num_samples=500)["results"]
+    setup = TableDataModule.setup
+
+    def setup_with_other_training_rows(self, stage=None):
+        setup(self, stage)
+        self.train_rows = torch.randn_like(self.train_rows) * 100
+
+    monkeypatch.setattr(TableDataModule, "setup", setup_with_other_training_rows)
+    tampered = evaluate(half_moons_model, "half_moons", metrics=metrics, num_samples=500)["results"]
+    assert json.dumps(tampered, sort_keys=True) == json.dumps(honest, sort_keys=True)
 
 
 def test_evaluating_on_another_split_is_refused(half_moons_model):

@@ -25,6 +25,18 @@ _BARRIERS = {
 }
 
 
+#: what the guarantee does not hide, as in Opacus
+PUBLIC_INFORMATION = (
+    "the number of training records (of each part, for models trained per class): the ledger records it and "
+    "DP-SGD divides its noisy sum by the expected batch size q·N"
+)
+#: what the guarantee covers
+COVERAGE = (
+    "everything in this folder: the weights, samples, figures, config.json and this card; evaluation numbers "
+    "are computed from the released model, its samples and data outside the protected records"
+)
+
+
 def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """The card's ``privacy:`` block, one guarantee per source dataset."""
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
@@ -33,7 +45,10 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
     first = next((e for e in ledger.entries if e.barrier != "B1"), ledger.entries[0])
     worst = max(guarantees.values(), key=lambda g: g["epsilon"])
     return {
-        "notion": "(epsilon, delta)-differential privacy, add/remove-one neighbouring datasets",
+        "notion": "(epsilon, delta)-differential privacy",
+        "neighbouring_relation": "add or remove one training record",
+        "public": PUBLIC_INFORMATION,
+        "covers": COVERAGE,
         "epsilon": round(worst["epsilon"], 4),
         "delta": worst["delta"],
         "accountant": first.accountant,
@@ -62,7 +77,8 @@ def display_method(config: dict[str, Any]) -> str:
     return f"{base} (one model per class)" if base else config["method"]
 
 
-def model_card(config: dict[str, Any]) -> ModelCard:
+def model_card(config: dict[str, Any], load_as: str) -> ModelCard:
+    """The card of a model folder; ``load_as`` is what its usage snippet passes to ``zoo.load``."""
     privacy = privacy_metadata(config)
     datasets = sorted({g["dataset"].split("/")[0] for g in privacy["guarantees"]})
     evaluation = config.get("evaluation") or {}
@@ -77,17 +93,19 @@ def model_card(config: dict[str, Any]) -> ModelCard:
         eval_results=results or None,
         privacy=privacy,
     )
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n{_prose(config, privacy, evaluation)}")
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n{_prose(config, privacy, evaluation, load_as)}")
 
 
-def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str, Any]) -> str:
+def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str, Any], load_as: str) -> str:
     model_id, method = config["model_id"], display_method(config)
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    headline = "; ".join(
+        f"**(ε = {g['epsilon']}, δ = {g['delta']:g}) for {g['dataset']}**" for g in privacy["guarantees"]
+    )
     lines = [
         f"# {model_id}",
         "",
-        f"A {method} model trained with differential privacy by dpzoo: "
-        f"**(ε = {privacy['epsilon']}, δ = {privacy['delta']:g})** for the training data, "
+        f"A {method} model trained with differential privacy by dpzoo: {headline}, "
         f"accounted by the {privacy['accountant'].upper()} accountant ({privacy['accountant_description']}).",
         "",
         "![samples](samples.png)",
@@ -96,7 +114,7 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
         "",
         "```python",
         "import zoo",
-        f'model = zoo.load("{model_id}")',
+        f'model = zoo.load("{load_as}")',
         *_usage(config),
         "```",
         "",
@@ -104,6 +122,9 @@ def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str
         "",
         f"Barrier {privacy['barrier']}: {_BARRIERS.get(privacy['barrier'], privacy['barrier'])}. "
         f"Released: {', '.join(privacy['released'])}; nothing else that saw the data is published.",
+        "",
+        f"Neighbouring datasets differ by one record (added or removed). The guarantee covers {privacy['covers']}. "
+        f"Treated as public, as in Opacus: {privacy['public']}.",
         "",
         "| dataset | mechanism | σ | C | sampling rate | steps | δ | accountant | ε |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -210,6 +231,13 @@ def model_cards_index(checkpoints: Path) -> str:
         "# Model cards",
         "",
         "Generated from `checkpoints/` by `dpzoo model-cards`; do not edit by hand.",
+        "",
+        "Each model's (ε, δ) is recomputed from the ledger in its config.json (neighbouring datasets differ by "
+        "one added or removed record). It covers everything its checkpoint folder publishes (weights, samples, "
+        "figures, config.json, card) and its row here: every metric is computed from the released model, its "
+        "samples and data outside the protected records; membership audits and other numbers read from protected "
+        "records are local diagnostics and appear nowhere here. Treated as public, as in Opacus: "
+        f"{PUBLIC_INFORMATION}.",
         "",
         "| model | method | data | ε | δ | accountant | metrics | samples |",
         "|---|---|---|---|---|---|---|---|",

@@ -85,12 +85,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     from zoo.loading import resolve
     from zoo.metrics import evaluate
     from zoo.metrics.evaluate import evaluator_of
+    from zoo.metrics.publication import check_publishable
 
+    metrics = tuple(args.metrics.split(","))
+    if args.write_card:
+        check_publishable(metrics)  # before any work
     folder = resolve(args.model)
     evaluation = evaluate(
         folder,
         args.dataset,
-        metrics=tuple(args.metrics.split(",")),
+        metrics=metrics,
         num_samples=args.num_samples,
         seed=args.seed,
         runs=args.runs,
@@ -138,10 +142,11 @@ def _table_figures(folder: Path, evaluation: dict[str, Any]) -> list[str]:
 
 def _card(args: argparse.Namespace) -> int:
     from zoo.cards import model_card
-    from zoo.hub import CARD_NAME, load_config
+    from zoo.hub import CARD_NAME, default_load_name, load_config
 
     folder = Path(args.folder)
-    model_card(load_config(folder)).save(folder / CARD_NAME)
+    config = load_config(folder)
+    model_card(config, default_load_name(config["model_id"], folder)).save(folder / CARD_NAME)
     print(f"wrote {folder / CARD_NAME}")
     return 0
 

@@ -19,7 +19,7 @@ def check_finetunable(model: Any) -> None:
             f"{model.method} uses barrier {barrier.value}: its private step needs modules that are never released "
             f"({', '.join(model.never_released) or 'the critics'}), so a checkpoint cannot be fine-tuned privately."
         )
-    released = {id(getattr(model, name)) for name in model.released_modules}
+    released = {id(m) for name in model.released_modules for m in getattr(model, name).modules()}
     missing = [type(m).__name__ for m in model.private_modules() if id(m) not in released]
     if missing:
         raise PrivacyConfigError(
@@ -42,20 +42,24 @@ def finetune(
 
     The model's ledger gains an entry for the new dataset; the guarantee for the data it
     was trained on before is unchanged (this is post-processing for that data). C defaults
-    to the clipping bound of the model's last ledger entry.
+    to the clipping bound of the model's last ledger entry. A model trained per class
+    fine-tunes each class's model on that class of the new data, each at ``target_epsilon``
+    (parallel composition again): the datamodule must offer ``for_class(label)``.
     """
     model = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
     check_finetunable(model)
     if max_grad_norm is None:
         max_grad_norm = model.privacy_ledger.entries[-1].clip_norm
-    callback = DPCallback(
-        target_epsilon=target_epsilon,
-        delta=delta,
-        max_grad_norm=max_grad_norm,
-        accountant=accountant,
-        planned_steps=max_steps,
-    )
     options = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False, **trainer_kwargs}
-    model.train()
-    pl.Trainer(max_steps=max_steps, callbacks=[callback], **options).fit(model, datamodule)
+    for part, data in model.finetuning_plan(datamodule):
+        part.privacy_ledger = model.privacy_ledger  # one ledger: each part's entries land in the model's
+        callback = DPCallback(
+            target_epsilon=target_epsilon,
+            delta=delta,
+            max_grad_norm=max_grad_norm,
+            accountant=accountant,
+            planned_steps=max_steps,
+        )
+        part.train()
+        pl.Trainer(max_steps=max_steps, callbacks=[callback], **options).fit(part, data)
     return model.eval()

@@ -9,6 +9,8 @@ One folder per model, identical on disk and on the Hugging Face Hub:
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,8 @@ def released_state_dict(model: Any) -> dict[str, torch.Tensor]:
         if any(id(p) in withheld_params for p in module.parameters()):
             raise CheckpointError(f"released module {name!r} shares parameters with a never-released module")
         for key, tensor in module.state_dict().items():
-            state[f"{name}.{key}"] = tensor.detach().cpu().contiguous()
+            # a copy of each: buffers that share memory (a mask reused by several layers) cannot be saved as views
+            state[f"{name}.{key}"] = tensor.detach().cpu().clone().contiguous()
     return state
 
 
@@ -85,8 +88,13 @@ def save_pretrained(
     evaluation: dict[str, Any] | None = None,
     weights_dtype: str = "float32",
     sample_seed: int = 0,
+    load_as: str | None = None,
 ) -> Path:
-    """Write the Hub layout of ``model`` into ``directory`` (created if needed)."""
+    """Write the Hub layout of ``model`` into ``directory`` (created if needed).
+
+    Every file is written to a staging folder first and moved in only when all succeeded, so a
+    failure never leaves a half-written model. ``load_as`` is what the card's usage snippet passes
+    to ``zoo.load`` (default: the model id for a shipped checkpoint, else ``directory``)."""
     from zoo.cards import model_card
 
     if weights_dtype not in ("float32", "float16"):
@@ -97,12 +105,27 @@ def save_pretrained(
     state = released_state_dict(model)
     if weights_dtype == "float16":
         state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(state, str(directory / WEIGHTS_NAME), metadata={"format": "pt", "method": model.method})
-    (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
-    write_sample_grid(model, directory, sample_seed)
-    model_card(config).save(directory / CARD_NAME)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.staging-", dir=directory.parent))
+    try:
+        save_file(state, str(staging / WEIGHTS_NAME), metadata={"format": "pt", "method": model.method})
+        (staging / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+        write_sample_grid(model, staging, sample_seed)
+        model_card(config, load_as or default_load_name(model_id, directory)).save(staging / CARD_NAME)
+        directory.mkdir(exist_ok=True)
+        for file in staging.iterdir():
+            os.replace(file, directory / file.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return directory
+
+
+def default_load_name(model_id: str, directory: str | Path) -> str:
+    """What ``zoo.load`` takes to find this folder: the id of a shipped checkpoint, else the folder's path."""
+    from zoo.registry import checkpoints_dir
+
+    shipped = (checkpoints_dir() / model_id).resolve()
+    return model_id if Path(directory).resolve() == shipped else str(directory)
 
 
 def write_sample_grid(model: Any, directory: str | Path, seed: int = 0) -> None:
@@ -139,10 +162,14 @@ def load_config(directory: str | Path) -> dict[str, Any]:
 def record_evaluation(
     directory: str | Path, evaluation: dict[str, Any], command: str, figures: list[str] | None = None
 ) -> None:
-    """Store an evaluation (and the names of its figures in the folder) in config.json; regenerate the card."""
+    """Store an evaluation (and the names of its figures in the folder) in config.json; regenerate the card.
+
+    Refuses local diagnostics (``zoo.metrics.publication``): a card publishes only what its guarantee covers."""
     from zoo.cards import model_card
     from zoo.metrics import card_results
+    from zoo.metrics.publication import check_publishable
 
+    check_publishable(evaluation["results"])
     directory = Path(directory)
     config = load_config(directory)
     config["evaluation"] = {
@@ -152,7 +179,7 @@ def record_evaluation(
         "figures": figures or [],
     }
     (directory / CONFIG_NAME).write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
-    model_card(config).save(directory / CARD_NAME)
+    model_card(config, default_load_name(config["model_id"], directory)).save(directory / CARD_NAME)
 
 
 def from_pretrained(directory: str | Path) -> Any:
@@ -194,19 +221,40 @@ def from_pretrained(directory: str | Path) -> Any:
 def push_to_hub(model: Any, repo_id: str, token: str | None = None, private: bool = False, **save_kwargs: Any) -> str:
     """Save ``model`` in Hub layout and upload it to ``repo_id``; returns the commit URL."""
     with tempfile.TemporaryDirectory() as folder:
-        save_pretrained(model, folder, model_id=save_kwargs.pop("model_id", repo_id.split("/")[-1]), **save_kwargs)
-        return push_folder(folder, repo_id, token=token, private=private)
+        model_id = save_kwargs.pop("model_id", repo_id.split("/")[-1])
+        save_pretrained(model, folder, model_id=model_id, load_as=f"hf-hub:{repo_id}", **save_kwargs)
+        return _upload(folder, repo_id, token, private)
 
 
 def push_folder(directory: str | Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
-    """Upload an existing model folder as it is (after checking that it loads)."""
-    from huggingface_hub import HfApi
+    """Upload an existing model folder (after checking that it loads), its card's usage snippet
+    pointing at the Hub repository."""
+    from zoo.cards import model_card
 
     from_pretrained(directory)
+    with tempfile.TemporaryDirectory() as folder:
+        for name in _published_files(directory):
+            shutil.copy2(Path(directory) / name, Path(folder) / name)
+        model_card(load_config(folder), f"hf-hub:{repo_id}").save(Path(folder) / CARD_NAME)
+        return _upload(folder, repo_id, token, private)
+
+
+def _published_files(directory: str | Path) -> list[str]:
+    """The Hub files and the figures the card shows."""
+    figures = (load_config(directory).get("evaluation") or {}).get("figures", [])
+    return [name for name in (*HUB_FILES, *figures) if (Path(directory) / name).is_file()]
+
+
+def _upload(folder: str, repo_id: str, token: str | None, private: bool) -> str:
+    from huggingface_hub import HfApi
+
     api = HfApi(token=token)
     api.create_repo(repo_id, private=private, exist_ok=True)
     commit = api.upload_folder(
-        repo_id=repo_id, folder_path=str(directory), allow_patterns=list(HUB_FILES), commit_message="Upload dpzoo model"
+        repo_id=repo_id,
+        folder_path=folder,
+        allow_patterns=_published_files(folder),
+        commit_message="Upload dpzoo model",
     )
     return str(commit.commit_url)
 

@@ -43,7 +43,7 @@ class RealNVP(NormalizingFlow):
         self.dim = dim
         even = (torch.arange(dim) % 2 == 0).float()
         self.couplings = nn.ModuleList(
-            AffineCoupling(dim, hidden, even if i % 2 == 0 else 1 - even) for i in range(blocks)
+            AffineCoupling(dim, hidden, even.clone() if i % 2 == 0 else 1 - even) for i in range(blocks)
         )
 
     @property

@@ -10,6 +10,10 @@ from zoo.data.partition import train_validation_split
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
+#: the held-out validation split every recipe uses; the shipped LeNet extractor trains on it
+DEFAULT_VALIDATION_SIZE = 10_000
+DEFAULT_SPLIT_SEED = 0
+
 
 class ImageDataModule(pl.LightningDataModule):
     """MNIST or Fashion-MNIST, optionally one class only (a disjoint partition).
@@ -25,8 +29,8 @@ class ImageDataModule(pl.LightningDataModule):
         dataset: str = "mnist",
         sample_rate: float = 0.1,
         label: int | None = None,
-        validation_size: int = 10_000,
-        split_seed: int = 0,
+        validation_size: int = DEFAULT_VALIDATION_SIZE,
+        split_seed: int = DEFAULT_SPLIT_SEED,
         sampling_seed: int | None = None,
         eval_batch_size: int = 1000,
     ) -> None:
@@ -45,6 +49,18 @@ class ImageDataModule(pl.LightningDataModule):
         self.train_set: TensorDataset | None = None
         self.validation_set: TensorDataset | None = None
         self.test_set: TensorDataset | None = None
+
+    def for_class(self, label: int) -> ImageDataModule:
+        """The same data restricted to one class (a disjoint partition), for per-class training."""
+        return ImageDataModule(
+            self.dataset,
+            self.sample_rate,
+            label,
+            self.validation_size,
+            self.split_seed,
+            self.sampling_seed,
+            self.eval_batch_size,
+        )
 
     @property
     def partition_of(self) -> str | None:

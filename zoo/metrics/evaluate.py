@@ -43,8 +43,11 @@ def evaluate(
     (downloaded by torch-fidelity, or ``feature_extractor_weights_path``), ``fid_lenet`` uses
     dpzoo's small extractor and is reported under that name. ``ood_auroc`` and
     ``log_likelihood`` need models with ``log_prob``. ``label`` restricts the real data to one
-    class (for a model of one class). ``audit`` attacks the model with ``audit_size`` members
-    of the training split it saw and as many held-out images (the validation split).
+    class (for a model of one class). All of these read only samples and the test split, so a
+    card may publish them. ``audit`` attacks the model with ``audit_size`` members of the
+    training split it saw and as many held-out images (the validation split): it reads the
+    protected records, so it is a local diagnostic that no card publishes
+    (``zoo.metrics.publication``).
 
     For a table (``lifesci``, ``gaussians``, ``half_moons``, ``pinwheel``) the metrics are those
     of ``zoo.metrics.table_evaluate`` on the test rows of ``split``.

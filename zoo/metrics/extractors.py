@@ -1,8 +1,9 @@
 """A small feature extractor for 28×28 grayscale data, registered with torch-fidelity.
 
 Metrics computed with it are reported under their own names (``fid_lenet``, ...), never as
-``fid``: they are not comparable with Inception-based FID. The weights are trained on the
-real *training* split (``python -m zoo.metrics.train_extractor``) and shipped with dpzoo.
+``fid``: they are not comparable with Inception-based FID. The weights ship with dpzoo, so they
+are trained only on the 10,000 held-out validation images, outside every shipped model's
+protected set (``python -m zoo.metrics.train_extractor``; the ``.json`` beside each says so).
 """
 
 from __future__ import annotations

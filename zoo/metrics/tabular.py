@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from sklearn.metrics import mean_squared_error, roc_auc_score, roc_curve
+from sklearn.model_selection import KFold, cross_val_score
 from sklearn.neighbors import KNeighborsRegressor
 from torch import Tensor
 
@@ -19,6 +20,21 @@ def knn_regression_mse(synthetic: Tensor, real_test: Tensor, neighbours: int = 5
         raise ValueError("kNN regression needs at least one input column besides the target")
     regressor = KNeighborsRegressor(n_neighbors=neighbours).fit(synthetic[:, :-1].numpy(), synthetic[:, -1].numpy())
     return float(mean_squared_error(real_test[:, -1].numpy(), regressor.predict(real_test[:, :-1].numpy())))
+
+
+def cross_validated_knn_mse(rows: Tensor, folds: int = 5, neighbours: int = 5, seed: int = 0) -> float:
+    """Real-data reference for :func:`knn_regression_mse` from ``rows`` alone: each of ``folds``
+    folds is predicted by a kNN regressor fitted on the others, and the MSEs are averaged."""
+    if rows.dim() != 2 or rows.shape[1] < 2 or len(rows) < 2 * folds:
+        raise ValueError(f"need a 2-D table with >= 2 columns and >= {2 * folds} rows, got {tuple(rows.shape)}")
+    scores = cross_val_score(
+        KNeighborsRegressor(n_neighbors=neighbours),
+        rows[:, :-1].numpy(),
+        rows[:, -1].numpy(),
+        scoring="neg_mean_squared_error",
+        cv=KFold(folds, shuffle=True, random_state=seed),
+    )
+    return float(-scores.mean())
 
 
 def tail_anomalies(reference: Tensor, rows: int, seed: int = 0) -> Tensor:
