@@ -1,8 +1,16 @@
-"""The methods, one file each; importing this package registers them with zoo.registry."""
+"""The methods, one file each. Importing this package imports every module in it, so each
+``@register_method`` class registers itself with ``zoo.registry`` and is exported here by its
+class name (``lightning_modules.DPLFlow`` in recipes): a new method file needs no edit elsewhere."""
+
+import importlib
+import pkgutil
 
 from lightning_modules.base import DPGenerativeModel
-from lightning_modules.dp_lflow import DPLFlow
-from lightning_modules.dp_nf import DPNF
-from lightning_modules.partitioned import PerClassModel
+from zoo.registry import registered_methods
 
-__all__ = ["DPNF", "DPGenerativeModel", "DPLFlow", "PerClassModel"]
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.ispkg:
+        importlib.import_module(f"{__name__}.{_module.name}")
+
+globals().update({cls.__name__: cls for cls in registered_methods().values()})
+__all__ = ["DPGenerativeModel", *sorted(cls.__name__ for cls in registered_methods().values())]

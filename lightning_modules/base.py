@@ -1,18 +1,56 @@
-"""What every zoo method is: a LightningModule that declares its privacy barrier, what it
-releases, and how it generates; ``sample`` adds the checks, seeding and batching."""
+"""The method contract: what every zoo method file fills in.
+
+A method is a LightningModule that declares
+
+- its barrier (``privacy_barrier``), what it releases (``released_modules``) and the helpers it
+  never releases (``never_released``);
+- its stages (``stages``; by default DP-SGD) and, for compositions, its parts (``training_parts``);
+- how it generates (``generate``; ``sample`` adds the checks, seeding and batching) and,
+  optionally, a density (``log_prob``);
+- a tiny recipe for the registry's contract test (``tiny_recipe``);
+- what it adds to its card (``display_name``, ``card_usage``, ``card_notes``) and its picture
+  (``sample_picture``).
+
+Shared code (cards, hub, CLI, evaluation) asks these and names no method.
+"""
 
 from __future__ import annotations
 
 import inspect
 import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pytorch_lightning as pl
 import torch
+from PIL import Image
 from torch import Tensor
+from torchvision.utils import make_grid
 from tqdm.auto import tqdm
 
-from zoo.privacy import PrivacyBarrier, PrivacyLedgerMixin
+from zoo.privacy import PrivacyBarrier, PrivacyConfigError, PrivacyLedgerMixin
+from zoo.stages import PrivateSteps, Stage
+
+
+def toy_images(classes: int = 3, size: int = 8, records: int = 120) -> Any:
+    """Labelled random images for a tiny recipe (the data of the contract test)."""
+    from zoo.data import TensorDataModule
+
+    generator = torch.Generator().manual_seed(0)
+    images = torch.rand(records, 1, size, size, generator=generator)
+    return TensorDataModule(images, torch.arange(records) % classes, "toy-images", sample_rate=0.25)
+
+
+@dataclass(frozen=True)
+class TinyRecipe:
+    """A run of a few seconds that exercises a method end to end (the registry's contract test):
+    constructor arguments, DPCallback settings, the data, and the steps of every step stage."""
+
+    architecture: dict[str, Any]
+    privacy: dict[str, Any]
+    data: Callable[[], Any] = field(default=toy_images)
+    max_steps: int = 3
 
 
 class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
@@ -33,13 +71,59 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
         accepted = inspect.signature(type(self).__init__).parameters
         return {k: v for k, v in self.hparams.items() if k in accepted}
 
-    def finetuning_plan(self, datamodule: pl.LightningDataModule) -> list[tuple[DPGenerativeModel, Any]]:
-        """The (module, datamodule) pairs that fine-tuning trains, each under its own DPCallback."""
+    def stages(self, datamodule: Any) -> list[Stage]:
+        """The plan ``zoo.train`` runs (``zoo.stages``): by default DP-SGD on the private modules."""
+        return [PrivateSteps()]
+
+    def on_fit_start(self) -> None:
+        """A method with stages beyond DP-SGD must be trained through its plan, or it would skip them."""
+        if self.training_stage is not None:
+            return
+        stages = self.stages(self.trainer.datamodule)
+        if any(not isinstance(stage, PrivateSteps) for stage in stages):
+            raise PrivacyConfigError(
+                f"{type(self).__name__} trains in stages ({', '.join(s.name for s in stages)}): run them with "
+                "zoo.train(model, datamodule, privacy=DPCallback(...)) or `dpzoo fit`, not Trainer.fit alone."
+            )
+
+    def training_parts(self, datamodule: Any) -> list[tuple[DPGenerativeModel, Any]]:
+        """The (module, datamodule) pairs whose stages training runs: this model on its data, or
+        one part per disjoint share of the data (one model per class)."""
         return [(self, datamodule)]
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         """``n`` samples (labels given for class-conditional models), drawing all randomness from ``generator``."""
         raise NotImplementedError
+
+    @classmethod
+    def tiny_recipe(cls) -> TinyRecipe:
+        """A few-second run for the contract test (``tests/test_contract.py``)."""
+        raise NotImplementedError(f"{cls.__name__} must define tiny_recipe() for the registry's contract test")
+
+    # ------------------------------------------------------- what the card shows
+    @classmethod
+    def display_name(cls, config: dict[str, Any]) -> str:
+        """The method as a card and ``zoo.list_models`` name it."""
+        return str(config["method"])
+
+    @classmethod
+    def card_usage(cls, config: dict[str, Any]) -> list[str]:
+        """Lines of the card's usage snippet after ``model = zoo.load(...)``."""
+        if cls.sample_kind == "rows":
+            lines = ["rows = model.sample(1000, seed=0)  # (1000, features), in the table's units"]
+            return [*lines, "log_density = model.log_prob(rows)  # exact, nats per row"]
+        return ["images = model.sample(64, seed=0)  # float tensor in [0, 1]"]
+
+    @classmethod
+    def card_notes(cls, config: dict[str, Any]) -> list[str]:
+        """Method-specific sentences for the card's privacy section."""
+        return []
+
+    def sample_picture(self, seed: int = 0) -> Image.Image:
+        """``samples.png``: 8 rows of samples, one column per class (8 columns when unconditional)."""
+        columns = self.num_classes or 8
+        grid = make_grid(self.sample(8 * columns, seed=seed), nrow=columns, padding=2, pad_value=1.0)
+        return Image.fromarray(grid.mul(255).round().clamp(0, 255).byte().permute(1, 2, 0).numpy())
 
     @torch.no_grad()
     def sample(

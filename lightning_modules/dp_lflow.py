@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel
+from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.nets import ConvDecoder, ConvEncoder, RealNVP
 from lightning_modules.postprocess import SmoothSharpen
 from zoo.privacy import PrivacyBarrier
@@ -82,6 +82,7 @@ class DPLFlow(DPGenerativeModel):
     def log_prob_dims(self) -> int:
         return self.hparams.latent_dim
 
+    @torch.no_grad()
     def log_prob(self, x: Tensor) -> Tensor:
         """log q(E(x)): the flow's exact log-density of each image's latent code, in nats.
 
@@ -92,3 +93,10 @@ class DPLFlow(DPGenerativeModel):
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         images = self.decoder(self.flow.sample(n, generator)).clamp(0, 1)
         return images if self.postprocess is None else self.postprocess(images)
+
+    @classmethod
+    def tiny_recipe(cls) -> TinyRecipe:
+        return TinyRecipe(
+            architecture=dict(image_shape=(1, 8, 8), channels=(4, 8), latent_dim=4, flow_blocks=2, flow_hidden=16),
+            privacy=dict(target_epsilon=2.0, max_grad_norm=0.1),
+        )

@@ -2,9 +2,9 @@
 DP-SGD through DPCallback (barrier B4: every parameter is private and may be released).
 
 The flow works on standardised features z = (x − mean) / std; ``log_prob`` and ``sample``
-speak the table's own units (the standardisation's log-Jacobian is included). A model without
-a standardisation takes the one its data module releases when training starts, and adds that
-release's ledger entry to its own, so DPCallback calibrates σ for what is left of the budget.
+speak the table's own units (the standardisation's log-Jacobian is included). Stages: a model
+without a standardisation first releases its table's (a Release at the data module's fixed σ),
+optionally the ActNorm starts, then DP-SGD, calibrated for what is left of the budget.
 """
 
 from __future__ import annotations
@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from PIL import Image
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel
+from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.nets.maf import MAF
 from zoo.data.standardisation import Standardisation, private_standardisation
-from zoo.privacy import DPCallback, PrivacyBarrier
+from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
+from zoo.stages import PrivateSteps, Release, ReleaseBudget, Stage
 
 
 @register_method
@@ -67,39 +69,35 @@ class DPNF(DPGenerativeModel):
         self.register_buffer("feature_std", std)
         self.flow = MAF(features, blocks, hidden, actnorm, prior_components)
 
-    def setup(self, stage: str) -> None:
-        """Adopt the data module's standardisation once (and start the ActNorms privately if asked);
-        a pretrained model keeps its own."""
-        datamodule = self.trainer.datamodule
-        if stage != "fit" or self.hparams.feature_mean is not None:
-            return
-        if not hasattr(datamodule, "release_standardisation"):
+    def stages(self, datamodule: Any) -> list[Stage]:
+        """Release the table's standardisation (and the ActNorm starts) once, then DP-SGD; a
+        pretrained model keeps its own standardisation and only trains."""
+        releases: list[Stage] = []
+        if self.hparams.feature_mean is None:
+            if hasattr(datamodule, "standardisation"):
+                if datamodule.features != self.hparams.features:
+                    raise ValueError(f"the model has {self.hparams.features} features, the table {datamodule.features}")
+                releases.append(Release("standardisation", self._adopt_standardisation))
             if self.hparams.actnorm_init == "private":
-                raise ValueError("actnorm_init='private' releases statistics of a zoo.data.TableDataModule's rows")
-            return
-        callback = DPCallback.of(self.trainer)
-        if datamodule.features != self.hparams.features:
-            raise ValueError(f"the model has {self.hparams.features} features, the table {datamodule.features}")
-        standardisation = datamodule.release_standardisation(delta=callback.delta, accountant=callback.accountant)
-        mean, std = self._adopt_release(standardisation)
-        self.feature_mean.copy_(mean)
-        self.feature_std.copy_(std)
-        self.hparams.update(
-            feature_mean=mean.tolist(), feature_std=std.tolist(), standardisation=standardisation.source
-        )
-        if self.hparams.actnorm_init == "private":
-            self._initialise_actnorms_privately(datamodule, callback)
+                if not hasattr(datamodule, "train_rows"):
+                    raise ValueError("actnorm_init='private' releases statistics of a zoo.data.TableDataModule's rows")
+                if not self.hparams.actnorm:
+                    raise ValueError("actnorm_init='private' needs actnorm=True")
+                releases.append(Release("ActNorm initialisation", self._initialise_actnorms_privately))
+        return [*releases, PrivateSteps("DP-SGD on the flow")]
 
-    def _adopt_release(self, release: Standardisation) -> tuple[Tensor, Tensor]:
-        """Every rank uses rank 0's release, the one the ledger accounts for."""
-        if release.entry is not None:
-            self.privacy_ledger.append(release.entry)
-        return self.trainer.strategy.broadcast((release.mean, release.std), src=0)
+    def _adopt_standardisation(self, datamodule: Any, budget: ReleaseBudget) -> None:
+        standardisation: Standardisation = datamodule.standardisation(budget)
+        self.feature_mean.copy_(standardisation.mean)
+        self.feature_std.copy_(standardisation.std)
+        self.hparams.update(
+            feature_mean=standardisation.mean.tolist(),
+            feature_std=standardisation.std.tolist(),
+            standardisation=standardisation.source,
+        )
 
     @torch.no_grad()
-    def _initialise_actnorms_privately(self, datamodule: Any, callback: DPCallback) -> None:
-        if not self.hparams.actnorm:
-            raise ValueError("actnorm_init='private' needs actnorm=True")
+    def _initialise_actnorms_privately(self, datamodule: Any, budget: ReleaseBudget) -> None:
         rows = (datamodule.train_rows.to(self.feature_mean) - self.feature_mean) / self.feature_std
         bound = 2 * self.hparams.features**0.5
         for index, block in enumerate(self.flow.blocks):
@@ -108,12 +106,10 @@ class DPNF(DPGenerativeModel):
                 before,
                 bound,
                 self.hparams.actnorm_init_noise_multiplier,
-                delta=callback.delta,
-                accountant=callback.accountant,
-                dataset_id=datamodule.dataset_id,
+                budget,
                 purpose=f"ActNorm {index} initialisation",
             )
-            block.actnorm.initialize(*self._adopt_release(release))
+            block.actnorm.initialize(release.mean, release.std)
             rows = block(rows)[0]
 
     def architecture(self) -> dict[str, Any]:
@@ -131,8 +127,13 @@ class DPNF(DPGenerativeModel):
     def log_prob_dims(self) -> int:
         return self.hparams.features
 
+    @torch.no_grad()
     def log_prob(self, x: Tensor) -> Tensor:
         """Exact log-density (nats) of each row, in the table's units."""
+        return self.log_density(x)
+
+    def log_density(self, x: Tensor) -> Tensor:
+        """:meth:`log_prob` with gradients, for training."""
         x = self._checked_rows(x)
         standardised = (x - self.feature_mean) / self.feature_std
         return self.flow.log_prob(standardised) - self.feature_std.log().sum()
@@ -147,7 +148,7 @@ class DPNF(DPGenerativeModel):
         return x.to(self.feature_mean)
 
     def training_step(self, batch: tuple[Tensor, ...], batch_idx: int) -> Tensor:
-        loss = -self.log_prob(batch[0]).mean()
+        loss = -self.log_density(batch[0]).mean()
         self.log("train_nll", loss, prog_bar=True)
         return loss
 
@@ -166,3 +167,24 @@ class DPNF(DPGenerativeModel):
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         return self.flow.sample(n, generator) * self.feature_std + self.feature_mean
+
+    def sample_picture(self, seed: int = 0) -> Image.Image:
+        """The density and samples (2 features) or per-feature histograms of samples."""
+        from zoo.plots import table_model_picture
+
+        return table_model_picture(self, seed=seed)
+
+    @classmethod
+    def card_notes(cls, config: dict[str, Any]) -> list[str]:
+        source = config["architecture"].get("standardisation")
+        return [f"Standardisation of the features: {source}."] if source else []
+
+    @classmethod
+    def tiny_recipe(cls) -> TinyRecipe:
+        from zoo.data import TableDataModule
+
+        return TinyRecipe(
+            architecture=dict(features=2, blocks=1, hidden=8),
+            privacy=dict(target_epsilon=2.0, max_grad_norm=1.0),
+            data=lambda: TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0),
+        )

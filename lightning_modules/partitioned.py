@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightning_modules.base import DPGenerativeModel
+from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from zoo.privacy import PrivacyBarrier, PrivacyConfigError, PrivacyLedger
 from zoo.registry import method_class, register_method
 
@@ -44,13 +44,13 @@ class PerClassModel(DPGenerativeModel):
     def private_modules(self) -> list[nn.Module]:
         return list(self.parts)
 
-    def finetuning_plan(self, datamodule: Any) -> list[tuple[DPGenerativeModel, Any]]:
-        """Part k learns from class k of the new data: the classes are disjoint, so the parts
-        compose in parallel again, each at the fine-tuning target."""
+    def training_parts(self, datamodule: Any) -> list[tuple[DPGenerativeModel, Any]]:
+        """Part k learns from class k of the data: the classes are disjoint, so the parts compose
+        in parallel, each at the target."""
         for_class = getattr(datamodule, "for_class", None)
         if not callable(for_class):
             raise PrivacyConfigError(
-                f"a per-class model fine-tunes each of its {self.num_classes} class models on that class of the new "
+                f"a per-class model trains each of its {self.num_classes} class models on that class of the "
                 f"data, so the datamodule must offer for_class(label) (zoo.data.ImageDataModule does); "
                 f"{type(datamodule).__name__} does not."
             )
@@ -71,6 +71,23 @@ class PerClassModel(DPGenerativeModel):
     @property
     def sample_kind(self) -> str:  # type: ignore[override]
         return self.parts[0].sample_kind
+
+    @classmethod
+    def display_name(cls, config: dict[str, Any]) -> str:
+        return f"{config['architecture']['base_method']} (one model per class)"
+
+    @classmethod
+    def card_usage(cls, config: dict[str, Any]) -> list[str]:
+        base = method_class(config["architecture"]["base_method"])
+        return base.card_usage({**config, "architecture": config["architecture"]["base_architecture"]})
+
+    @classmethod
+    def tiny_recipe(cls) -> TinyRecipe:
+        tiny = method_class("dp-lflow").tiny_recipe()
+        return TinyRecipe(
+            architecture=dict(base_method="dp-lflow", base_architecture=tiny.architecture, num_classes=3),
+            privacy=tiny.privacy,
+        )
 
     @property
     def log_prob_space(self) -> str:

@@ -32,7 +32,7 @@ def main(out_dir: str) -> None:
         {
             "grads": grads.grads,
             "indices": indices.indices,
-            "expected_batch_size": dp._expected_batch_size,
+            "expected_batch_size": dp.mechanism._expected_batch_size,
             "steps": dp.entry.steps,
             "epsilon": dp.epsilon,
         },

@@ -134,7 +134,7 @@ def test_write_card_refuses_the_membership_audit_before_any_work(tmp_path, capsy
 
 def test_record_evaluation_refuses_a_result_read_from_protected_records(tmp_path):
     from tests.test_hub import tiny_private_flow
-    from zoo.hub import record_evaluation
+    from zoo.metrics import record_evaluation
     from zoo.metrics.publication import UnpublishableMetricError
 
     folder = save_pretrained(tiny_private_flow(), tmp_path / "tiny")

@@ -196,7 +196,7 @@ def test_a_failed_save_leaves_no_half_written_folder(saved, tmp_path, monkeypatc
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("zoo.hub.write_sample_grid", broken)
+    monkeypatch.setattr(type(model), "sample_picture", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         save_pretrained(model, tmp_path / "new")
     assert not (tmp_path / "new").exists() and list(tmp_path.iterdir()) == []
@@ -206,7 +206,7 @@ def test_a_failed_save_over_an_existing_folder_keeps_it_whole(saved, tmp_path, m
     model, _ = saved
     folder = save_pretrained(model, tmp_path / "kept")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    monkeypatch.setattr("zoo.cards.model_card", lambda *args: (_ for _ in ()).throw(RuntimeError("interrupted")))
+    monkeypatch.setattr("zoo.hub.model_card", lambda *args: (_ for _ in ()).throw(RuntimeError("interrupted")))
     with pytest.raises(RuntimeError, match="interrupted"):
         save_pretrained(model, folder, weights_dtype="float16")
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

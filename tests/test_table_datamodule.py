@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,7 +12,16 @@ from tests.toys import tiny_trainer
 from zoo.data import TableDataModule
 from zoo.data.standardisation import private_standardisation
 from zoo.hub import from_pretrained, save_pretrained
-from zoo.privacy import DPCallback, epsilon_spent
+from zoo.privacy import DPCallback, PrivacyConfigError, PrivacyLedger, epsilon_spent
+from zoo.stages import ReleaseBudget, train
+
+QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
+
+
+def budget(noise_multiplier: float = 1.0) -> ReleaseBudget:
+    return ReleaseBudget(
+        DPCallback(noise_multiplier=noise_multiplier), PrivacyLedger(), SimpleNamespace(dataset_id="t")
+    )
 
 
 def test_splits_are_disjoint_seeded_and_differ_between_indices():
@@ -31,24 +41,20 @@ def test_splits_are_disjoint_seeded_and_differ_between_indices():
 
 def test_private_standardisation_is_close_and_accounted():
     table = torch.randn(20000, 3, dtype=torch.float64) * torch.tensor([1.0, 2.0, 1.5]) + torch.tensor([1.0, -2.0, 0.0])
-    released = private_standardisation(table, 8.0, 20.0, delta=1e-5, accountant="prv", dataset_id="toy")
+    spend = budget()
+    released = private_standardisation(table, 8.0, 20.0, spend)
     # noise std on each mean: 20·sqrt(2)/20000·8 ≈ 0.01
     torch.testing.assert_close(released.mean, torch.tensor([1.0, -2.0, 0.0]), atol=0.1, rtol=0)
     torch.testing.assert_close(released.std, torch.tensor([1.0, 2.0, 1.5]), atol=0.15, rtol=0)
-    entry = released.entry
+    (entry,) = spend.ledger.entries
     assert entry.clip_norm == pytest.approx(math.sqrt(2)) and entry.noise_multiplier == 20.0
-    assert entry.sample_rate == 1.0 and entry.steps == 1 and entry.dataset_id == "toy"
+    assert entry.sample_rate == 1.0 and entry.steps == 1 and entry.dataset_id == "t" and entry.barrier == "B1"
 
 
 def test_private_standardisation_noise_has_the_stated_scale():
     table = torch.zeros(1000, 2, dtype=torch.float64)
     table[0] = 1.0  # std must be positive; the sums are then tiny against the noise
-    means = torch.stack(
-        [
-            private_standardisation(table, 1.0, 5.0, delta=1e-5, accountant="prv", dataset_id="t").mean
-            for _ in range(400)
-        ]
-    )
+    means = torch.stack([private_standardisation(table, 1.0, 5.0, budget()).mean for _ in range(400)])
     # noise std on Σu is σ·sqrt(2) ≈ 7.07, so on the mean 0.00707 (B = 1)
     assert means.std().item() == pytest.approx(5 * math.sqrt(2) / 1000, rel=0.15)
 
@@ -61,12 +67,13 @@ def test_fit_adopts_the_release_and_composes_it_into_the_target(accountant, tmp_
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="the GDP accountant")
         callback = DPCallback(target_epsilon=2.0, max_grad_norm=1.0, accountant=accountant)
-    tiny_trainer([callback], 5, limit_val_batches=0).fit(model, data)
+    train(model, data, callback, max_steps=5, limit_val_batches=0, **QUIET)
     release, training = model.privacy_ledger.entries
     assert release.mechanism == "gaussian" and release.dataset_id == training.dataset_id == data.dataset_id
     assert training.steps == 5
-    assert 1.9 < callback.epsilon <= 2.0
-    assert callback.epsilon > epsilon_spent(training.history(), 1e-5, accountant)
+    spent = model.privacy_ledger.epsilon(data.dataset_id, 1e-5, accountant)
+    assert 1.9 < spent <= 2.0
+    assert spent > epsilon_spent(training.history(), 1e-5, accountant)
     assert model.hparams.standardisation.startswith("private")
     assert model.feature_std.min() > 1.0  # the modes sit on a circle of radius 4
     loaded = from_pretrained(save_pretrained(model, tmp_path / "nf"))
@@ -94,7 +101,7 @@ def test_private_actnorm_start_is_released_per_block_and_composed():
     data = TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0)
     model = DPNF(features=2, blocks=2, hidden=8, actnorm_init="private")
     callback = DPCallback(target_epsilon=2.0, max_grad_norm=1.0)
-    tiny_trainer([callback], 1, limit_val_batches=0).fit(model, data)
+    train(model, data, callback, max_steps=1, limit_val_batches=0, **QUIET)
     mechanisms = [e.mechanism for e in model.privacy_ledger.entries]
     assert mechanisms == ["gaussian", "gaussian", "gaussian", "subsampled_gaussian"]
     assert [e.note.split(":")[0] for e in model.privacy_ledger.entries[:3]] == [
@@ -102,7 +109,7 @@ def test_private_actnorm_start_is_released_per_block_and_composed():
         "ActNorm 0 initialisation",
         "ActNorm 1 initialisation",
     ]
-    assert 1.9 < callback.epsilon <= 2.0
+    assert 1.9 < model.privacy_ledger.epsilon(data.dataset_id) <= 2.0
     actnorm = model.flow.blocks[0].actnorm
     assert actnorm.log_scale.abs().max() > 0  # moved from the identity start
 
@@ -115,20 +122,26 @@ def test_private_actnorm_start_needs_a_table():
     model = DPNF(features=2, blocks=1, hidden=8, actnorm_init="private")
     data = ToyData(TensorDataset(torch.randn(100, 2)), 0.1, "toy")
     with pytest.raises(ValueError, match="TableDataModule"):
-        tiny_trainer([DPCallback(target_epsilon=1.0)], 1).fit(model, data)
+        train(model, data, DPCallback(target_epsilon=1.0), max_steps=1, **QUIET)
 
 
 def test_a_table_of_another_width_is_refused_before_any_release():
     data = TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0)
     model = DPNF(features=3, blocks=1, hidden=8)
     with pytest.raises(ValueError, match="the model has 3 features, the table 2"):
-        tiny_trainer([DPCallback(target_epsilon=1.0)], 1, limit_val_batches=0).fit(model, data)
-    assert data._standardisation is None
+        train(model, data, DPCallback(target_epsilon=1.0), max_steps=1, **QUIET)
+    assert model.privacy_ledger.entries == []
+
+
+def test_trainer_fit_alone_cannot_skip_the_release_stages():
+    data = TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0)
+    with pytest.raises(PrivacyConfigError, match=r"trains in stages \(standardisation, DP-SGD on the flow\)"):
+        tiny_trainer([DPCallback(target_epsilon=1.0)], 1).fit(DPNF(features=2, blocks=1, hidden=8), data)
 
 
 def test_row_scaling_bounds_every_row_norm_by_one():
     """The sensitivity of the standardisation and DP-EM releases rests on this bound."""
-    from zoo.privacy.release import scale_rows_to_unit_ball
+    from zoo.privacy.mechanisms import scale_rows_to_unit_ball
 
     rows = torch.tensor([[300.0, 400.0], [0.3, 0.4], [0.0, 0.0]], dtype=torch.float64)
     scaled = scale_rows_to_unit_ball(rows, 2.0)

@@ -112,7 +112,8 @@ def test_sample_command_writes_table_rows(half_moons_model, tmp_path, suffix):
     out = tmp_path / f"rows{suffix}"
     assert main(["sample", str(half_moons_model), "--n", "50", "--out", str(out)]) == 0
     if suffix == ".csv":
-        assert np.loadtxt(out, delimiter=",").shape == (50, 2)
+        assert out.read_text().splitlines()[0] == "feature_0,feature_1"
+        assert np.loadtxt(out, delimiter=",", skiprows=1).shape == (50, 2)
     elif suffix == ".npy":
         assert np.load(out).shape == (50, 2)
     else:
@@ -121,4 +122,4 @@ def test_sample_command_writes_table_rows(half_moons_model, tmp_path, suffix):
 
 def test_sample_command_refuses_an_unknown_row_format(half_moons_model, tmp_path, capsys):
     assert main(["sample", str(half_moons_model), "--n", "5", "--out", str(tmp_path / "rows.txt")]) == 2
-    assert "not '.txt'" in capsys.readouterr().err
+    assert "--out must end in .png, .jpg, .jpeg (a picture) or, for table models, .csv, .npy" in capsys.readouterr().err

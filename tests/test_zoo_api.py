@@ -147,7 +147,7 @@ def test_fit_from_a_recipe_writes_a_loadable_hub_folder(data_dir, tmp_path, caps
     public = tmp_path / "public.yaml"
     public.write_text(FIT_RECIPE.split("  callbacks:")[0])
     assert main(["fit", "--config", str(public)]) == 2
-    assert "add zoo.privacy.DPCallback" in capsys.readouterr().err
+    assert "must hold one zoo.privacy.DPCallback" in capsys.readouterr().err
 
 
 def test_cli_list_and_model_cards_check(tmp_path, monkeypatch, capsys):

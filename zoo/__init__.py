@@ -4,14 +4,39 @@ import zoo
 zoo.list_models()                       # ids with method, data and (ε, δ)
 model = zoo.load("some-model-id")       # checkpoints/, the Hugging Face cache, then the Hub
 images = model.sample(64, seed=0)
+
+The API is imported on first use, so that ``import zoo`` (and ``dpzoo --help``) stays fast.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-from zoo.finetune import finetune  # noqa: E402
-from zoo.hub import from_pretrained, push_to_hub, save_pretrained  # noqa: E402
-from zoo.loading import list_models, load  # noqa: E402
-from zoo.metrics import evaluate  # noqa: E402
-from zoo.metrics import membership_audit as audit  # noqa: E402
+_API = {
+    "audit": ("zoo.metrics", "membership_audit"),
+    "evaluate": ("zoo.metrics", "evaluate"),
+    "finetune": ("zoo.finetune", "finetune"),
+    "from_pretrained": ("zoo.hub", "from_pretrained"),
+    "list_models": ("zoo.loading", "list_models"),
+    "load": ("zoo.loading", "load"),
+    "push_to_hub": ("zoo.hub", "push_to_hub"),
+    "save_pretrained": ("zoo.hub", "save_pretrained"),
+    "train": ("zoo.stages", "train"),
+}
+__all__ = sorted(_API)
 
-__all__ = ["audit", "evaluate", "finetune", "from_pretrained", "list_models", "load", "push_to_hub", "save_pretrained"]
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+    module, attribute = _API[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

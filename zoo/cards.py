@@ -1,30 +1,33 @@
-"""Model cards: YAML metadata with a ``privacy:`` block and ``model-index`` results, plus prose.
+"""Model cards: huggingface_hub's ``ModelCardData`` (YAML with a ``privacy:`` block and
+``model-index`` results) rendered with the card template ``templates/model_card.md``.
 
 Everything in a card is read from the model's config.json, whose ledger was written by the
 code path that trained the weights; nothing here computes or rounds a guarantee by hand
-beyond calling the accountant named in the ledger.
+beyond calling the accountant named in the ledger. What a method adds (its name, usage lines,
+notes) comes from the method class, which this module never names.
 """
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.hub import CARD_NAME, load_config
+from zoo.layout import CARD_NAME, load_config
 from zoo.privacy import PrivacyLedger
 from zoo.privacy.accounting import describe_accountant
+from zoo.registry import method_class
 
 LICENSE = "apache-2.0"
-_BARRIERS = {
+TEMPLATE = "model_card.md"
+BARRIERS = {
     "B1": "a one-shot statistic released with the Gaussian mechanism",
     "B2": "DP-SGD on a critic; the generator only sees the private critic",
     "B3": "per-sample gradients from the critics into the generator output, clipped and noised",
     "B4": "DP-SGD on every released parameter",
 }
-
-
 #: what the guarantee does not hide, as in Opacus
 PUBLIC_INFORMATION = (
     "the number of training records (of each part, for models trained per class): the ledger records it and "
@@ -41,8 +44,8 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """The card's ``privacy:`` block, one guarantee per source dataset."""
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
     guarantees = ledger.guarantees()
-    # the training run, not a one-shot release before it (a private standardisation, say)
-    first = next((e for e in ledger.entries if e.barrier != "B1"), ledger.entries[0])
+    # the main mechanism: the last one trained or released, not a fixed-σ preparation before it
+    main = next((e for e in ledger.entries if e.target_epsilon is not None), ledger.entries[-1])
     worst = max(guarantees.values(), key=lambda g: g["epsilon"])
     return {
         "notion": "(epsilon, delta)-differential privacy",
@@ -51,14 +54,14 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
         "covers": COVERAGE,
         "epsilon": round(worst["epsilon"], 4),
         "delta": worst["delta"],
-        "accountant": first.accountant,
-        "accountant_description": describe_accountant(first.accountant),
-        "barrier": first.barrier,
-        "mechanism": first.mechanism,
-        "noise_multiplier": first.noise_multiplier,
-        "clip_norm": first.clip_norm,
-        "sample_rate": first.sample_rate,
-        "steps": first.steps,
+        "accountant": main.accountant,
+        "accountant_description": describe_accountant(main.accountant),
+        "barrier": main.barrier,
+        "mechanism": main.mechanism,
+        "noise_multiplier": main.noise_multiplier,
+        "clip_norm": main.clip_norm,
+        "sample_rate": main.sample_rate,
+        "steps": main.steps,
         "released": list(config["released_modules"]),
         "guarantees": [
             {
@@ -73,134 +76,82 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def display_method(config: dict[str, Any]) -> str:
-    base = config["architecture"].get("base_method")
-    return f"{base} (one model per class)" if base else config["method"]
+    return method_class(config["method"]).display_name(config)
 
 
-def model_card(config: dict[str, Any], load_as: str) -> ModelCard:
-    """The card of a model folder; ``load_as`` is what its usage snippet passes to ``zoo.load``."""
+def model_card(config: dict[str, Any], load_as: str, method: type | None = None) -> ModelCard:
+    """The card of a model folder; ``load_as`` is what its usage snippet passes to ``zoo.load``.
+    ``method``: the model's class (default: the registered class of ``config["method"]``)."""
+    method = method or method_class(config["method"])
     privacy = privacy_metadata(config)
     datasets = sorted({g["dataset"].split("/")[0] for g in privacy["guarantees"]})
     evaluation = config.get("evaluation") or {}
-    results = [EvalResult(**result) for result in evaluation.get("results", [])]
-    methods = [config["method"], config["architecture"].get("base_method")]
+    results = evaluation.get("results", [])
+    names = [config["method"], config["architecture"].get("base_method")]
     data = ModelCardData(
         library_name="dpzoo",
         license=LICENSE,
-        tags=["differential-privacy", *[m for m in methods if m], *datasets, "dpzoo"],
+        tags=["differential-privacy", *[n for n in names if n], *datasets, "dpzoo"],
         datasets=datasets,
         model_name=config["model_id"],
-        eval_results=results or None,
+        eval_results=[EvalResult(**result) for result in results] or None,
         privacy=privacy,
     )
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n{_prose(config, privacy, evaluation, load_as)}")
-
-
-def _prose(config: dict[str, Any], privacy: dict[str, Any], evaluation: dict[str, Any], load_as: str) -> str:
-    model_id, method = config["model_id"], display_method(config)
-    ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
-    headline = "; ".join(
-        f"**(ε = {g['epsilon']}, δ = {g['delta']:g}) for {g['dataset']}**" for g in privacy["guarantees"]
+    template = resources.files("zoo").joinpath("templates", TEMPLATE).read_text()
+    return ModelCard.from_template(
+        data,
+        template_str=template,
+        model_id=config["model_id"],
+        method=method.display_name(config),
+        guarantees=privacy["guarantees"],
+        privacy=privacy,
+        load_as=load_as,
+        usage=method.card_usage(config),
+        barrier_description=BARRIERS.get(privacy["barrier"], privacy["barrier"]),
+        ledger_rows=_ledger_rows(config),
+        notes=[*method.card_notes(config), *_composition_notes(privacy)],
+        recipe=config.get("recipe") or {},
+        evaluation=evaluation,
+        results=results,
+        per_class=_per_class_tables(evaluation.get("details", {}).get("results", {})),
     )
-    lines = [
-        f"# {model_id}",
-        "",
-        f"A {method} model trained with differential privacy by dpzoo: {headline}, "
-        f"accounted by the {privacy['accountant'].upper()} accountant ({privacy['accountant_description']}).",
-        "",
-        "![samples](samples.png)",
-        "",
-        "## Usage",
-        "",
-        "```python",
-        "import zoo",
-        f'model = zoo.load("{load_as}")',
-        *_usage(config),
-        "```",
-        "",
-        "## Privacy",
-        "",
-        f"Barrier {privacy['barrier']}: {_BARRIERS.get(privacy['barrier'], privacy['barrier'])}. "
-        f"Released: {', '.join(privacy['released'])}; nothing else that saw the data is published.",
-        "",
-        f"Neighbouring datasets differ by one record (added or removed). The guarantee covers {privacy['covers']}. "
-        f"Treated as public, as in Opacus: {privacy['public']}.",
-        "",
-        "| dataset | mechanism | σ | C | sampling rate | steps | δ | accountant | ε |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+
+
+def _ledger_rows(config: dict[str, Any]) -> list[list[str]]:
+    ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
     epsilons = {d: ledger.epsilon(d) for d in dict.fromkeys(e.dataset_id for e in ledger.entries)}
-    for entry in ledger.entries:
-        lines.append(
-            f"| {entry.dataset_id} | {entry.mechanism} | {entry.noise_multiplier:.4g} | {entry.clip_norm:g} | "
-            f"{entry.sample_rate:g} | {entry.steps} | {entry.delta:g} | {entry.accountant} | "
-            f"{epsilons[entry.dataset_id]:.4g} |"
-        )
-    standardisation = config["architecture"].get("standardisation")
-    if standardisation:
-        lines += ["", f"Standardisation of the features: {standardisation}."]
-    lines += ["", *_composition_notes(privacy), ""]
-    recipe = config.get("recipe") or {}
-    lines += ["## How it was trained", ""]
-    if recipe:
-        lines += [f"Recipe `{recipe.get('config')}`, trained with `{recipe.get('command')}`.", ""]
-        if recipe.get("selection"):
-            lines += [f"Hyperparameter selection: {recipe['selection']}", ""]
-    else:
-        lines += ["No recipe was recorded for this model.", ""]
-    lines += ["## Evaluation", ""]
-    if evaluation.get("results"):
-        lines += [f"Measured with `{evaluation.get('command')}`.", "", "| metric | value | protocol |", "|---|---|---|"]
-        for result in evaluation["results"]:
-            lines.append(
-                f"| {result.get('metric_name') or result['metric_type']} | {result['metric_value']} | "
-                f"{result.get('metric_config', '')} |"
-            )
-        lines += _per_class_tables(evaluation.get("details", {}).get("results", {}))
-        lines += [line for figure in evaluation.get("figures", []) for line in ("", f"![{figure}]({figure})")]
-    else:
-        lines.append("Not evaluated yet.")
-    lines += [
-        "",
-        "## Intended use and limits",
-        "",
-        "Synthetic data and densities for research and development where the training data must stay "
-        "private. The guarantee covers the training records listed above, not the public information "
-        "used to design the model; DP bounds what an attacker can learn about any one record, it does not "
-        "make samples accurate, fair or free of the data's biases. Check utility on your own task before "
-        "relying on synthetic data.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _usage(config: dict[str, Any]) -> list[str]:
-    if "feature_mean" in config["architecture"]:
-        return [
-            "rows = model.sample(1000, seed=0)  # (1000, features), in the table's units",
-            "log_density = model.log_prob(rows)  # exact, nats per row",
+    return [
+        [
+            entry.dataset_id,
+            entry.mechanism,
+            f"{entry.noise_multiplier:.4g}",
+            f"{entry.clip_norm:g}",
+            f"{entry.sample_rate:g}",
+            str(entry.steps),
+            f"{entry.delta:g}",
+            entry.accountant,
+            f"{epsilons[entry.dataset_id]:.4g}",
         ]
-    return ["images = model.sample(64, seed=0)  # float tensor in [0, 1]"]
+        for entry in ledger.entries
+    ]
 
 
-def _per_class_tables(details: dict[str, Any]) -> list[str]:
+def _per_class_tables(details: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per metric that was also measured class by class (OOD AUROC of each class's model)."""
-    lines: list[str] = []
+    tables = []
     for metric, result in details.items():
         per_class = result.get("per_class") if isinstance(result, dict) else None
-        if not per_class:
-            continue
-        per_class = {str(c): v for c, v in per_class.items()}  # int keys when fresh, str once stored as JSON
-        classes = list(per_class)
-        lines += [
-            "",
-            f"{metric} per class:",
-            "",
-            "| class | " + " | ".join(classes) + " | mean |",
-            "|---" * (len(classes) + 2) + "|",
-            f"| {metric} | " + " | ".join(f"{per_class[c]:.3f}" for c in classes) + f" | {result['value']:.3f} |",
-        ]
-    return lines
+        if per_class:
+            per_class = {str(c): v for c, v in per_class.items()}  # int keys when fresh, str once stored as JSON
+            tables.append(
+                {
+                    "metric": metric,
+                    "classes": list(per_class),
+                    "scores": [f"{v:.3f}" for v in per_class.values()],
+                    "mean": f"{result['value']:.3f}",
+                }
+            )
+    return tables
 
 
 def _composition_notes(privacy: dict[str, Any]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The ``dpzoo`` command line."""
+"""The ``dpzoo`` command line. Heavy libraries (torch, Lightning) are imported by the command
+that needs them, so ``dpzoo --help`` answers at once."""
 
 from __future__ import annotations
 
@@ -6,17 +7,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from zoo.data.images import DataNotFoundError
-from zoo.hub import CheckpointError
-from zoo.privacy.errors import PrivacyConfigError
-from zoo.registry import UnknownModelError
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
 
-USER_ERRORS = (PrivacyConfigError, DataNotFoundError, CheckpointError, UnknownModelError, ValueError)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+ROW_SUFFIXES = (".csv", ".npy", ".png")
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors that mean bad input, answered with their message instead of a traceback."""
+    from zoo.data.images import DataNotFoundError
+    from zoo.layout import CheckpointError
+    from zoo.privacy.errors import PrivacyConfigError
+    from zoo.registry import UnknownModelError
+
+    return (PrivacyConfigError, DataNotFoundError, CheckpointError, UnknownModelError, ValueError, FileNotFoundError)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -33,19 +40,22 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from torchvision.utils import save_image
-
+    out = Path(args.out)
+    if out.suffix.lower() not in {*IMAGE_SUFFIXES, *ROW_SUFFIXES}:
+        raise ValueError(
+            f"--out must end in {', '.join(IMAGE_SUFFIXES)} (a picture) or, for table models, "
+            f"{', '.join(ROW_SUFFIXES)} (rows); got {out.suffix or 'no suffix'!r}"
+        )
     from zoo.loading import load
 
     model = load(args.model)
     labels = [int(v) for v in args.labels.split(",")] if args.labels else None
     samples = model.sample(args.n, labels=labels, seed=args.seed)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if samples.dim() == 2:
+    if model.sample_kind == "rows":
         _write_rows(samples, out)
     else:
-        save_image(samples, out, nrow=args.nrow or model.num_classes or 8, padding=2, pad_value=1.0)
+        _write_images(samples, out, args.nrow or model.num_classes or 8)
     print(f"wrote {args.n} samples of {args.model} to {out}")
     for dataset, guarantee in model.privacy_ledger.guarantees().items():
         print(
@@ -60,30 +70,39 @@ def _sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_images(images: torch.Tensor, out: Path, columns: int) -> None:
+    if out.suffix.lower() not in IMAGE_SUFFIXES:
+        raise ValueError(f"images are written as {', '.join(IMAGE_SUFFIXES)}, not {out.suffix!r}")
+    from torchvision.utils import save_image
+
+    save_image(images, out, nrow=columns, padding=2, pad_value=1.0)
+
+
 def _write_rows(rows: torch.Tensor, out: Path) -> None:
-    """Table rows as CSV (no header), ``.npy``, or a picture (``.png``: scatter or histograms)."""
+    """Table rows as CSV (with a header), ``.npy``, or a picture (``.png``: scatter or histograms)."""
     import numpy as np
 
     from zoo.plots import feature_histograms, plot_bounds, scatter_panel
 
-    if out.suffix == ".csv":
-        np.savetxt(out, rows.numpy(), delimiter=",", fmt="%.6g")
-    elif out.suffix == ".npy":
+    suffix = out.suffix.lower()
+    if suffix == ".csv":
+        header = ",".join(f"feature_{j}" for j in range(rows.shape[1]))
+        np.savetxt(out, rows.numpy(), delimiter=",", fmt="%.6g", header=header, comments="")
+    elif suffix == ".npy":
         np.save(out, rows.numpy())
-    elif out.suffix == ".png":
+    elif suffix == ".png":
         picture = scatter_panel(rows, plot_bounds(rows)) if rows.shape[1] == 2 else feature_histograms(rows)
         picture.save(out)
     else:
-        raise ValueError(f"table rows are written as .csv, .npy or .png, not {out.suffix or 'no suffix'!r}")
+        raise ValueError(f"table rows are written as {', '.join(ROW_SUFFIXES)}, not {out.suffix!r}")
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     import json
     import shlex
 
-    from zoo.hub import record_evaluation
     from zoo.loading import resolve
-    from zoo.metrics import evaluate
+    from zoo.metrics import evaluate, record_evaluation
     from zoo.metrics.evaluate import evaluator_of
     from zoo.metrics.publication import check_publishable
 
@@ -91,58 +110,39 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.write_card:
         check_publishable(metrics)  # before any work
     folder = resolve(args.model)
+    options = {
+        "runs": args.runs,
+        "epochs": args.epochs,
+        "feature_extractor_weights_path": args.feature_extractor_weights,
+        "label": args.label,
+        "split": args.split,
+    }
     evaluation = evaluate(
         folder,
         args.dataset,
         metrics=metrics,
         num_samples=args.num_samples,
         seed=args.seed,
-        runs=args.runs,
-        epochs=args.epochs,
-        feature_extractor_weights_path=args.feature_extractor_weights,
-        label=args.label,
-        split=args.split,
+        figures=args.write_card,
+        **{name: value for name, value in options.items() if value is not None},
     )
     print(f"{'metric':<14}{'value':>10}{'± std':>9}  protocol")
     for name, result in evaluation["results"].items():
         spread = f"{result['std']:>9.3f}" if "std" in result else " " * 9
         print(f"{name:<14}{result['value']:>10.3f}{spread}  {evaluator_of(result)}")
     if args.json:
-        Path(args.json).write_text(json.dumps(evaluation, indent=2) + "\n")
+        report = {k: v for k, v in evaluation.items() if k != "figures"}
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.write_card:
-        command = "dpzoo " + shlex.join(args.argv)
-        figures = _table_figures(folder, evaluation)
-        record_evaluation(folder, evaluation, command, figures)
+        record_evaluation(folder, evaluation, "dpzoo " + shlex.join(args.argv))
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
 
 
-def _table_figures(folder: Path, evaluation: dict[str, Any]) -> list[str]:
-    """For a table: the model's samples (and density, in 2-D) next to the real test rows, and the
-    anomaly-detection ROC curve when it was measured."""
-    from zoo.data import TableDataModule
-    from zoo.data.tables import TABLES
-    from zoo.loading import load
-    from zoo.plots import roc_picture, table_model_picture
-
-    if evaluation["dataset"] not in TABLES:
-        return []
-    data = TableDataModule(evaluation["dataset"], split=evaluation["split"], standardisation="public")
-    data.setup()
-    table_model_picture(load(folder), real=data.test_rows).save(folder / "real_vs_synthetic.png")
-    figures = ["real_vs_synthetic.png"]
-    anomaly = evaluation["results"].get("anomaly_auroc")
-    if anomaly:
-        title = f"anomaly detection by log-likelihood, AUROC {anomaly['value']:.3f}"
-        roc_picture(anomaly["roc"]["fpr"], anomaly["roc"]["tpr"], title).save(folder / "anomaly_roc.png")
-        figures.append("anomaly_roc.png")
-    return figures
-
-
 def _card(args: argparse.Namespace) -> int:
     from zoo.cards import model_card
-    from zoo.hub import CARD_NAME, default_load_name, load_config
+    from zoo.layout import CARD_NAME, default_load_name, load_config
 
     folder = Path(args.folder)
     config = load_config(folder)
@@ -176,7 +176,17 @@ def _push(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _metric_names() -> str:
+    import zoo.metrics  # noqa: F401  (every family registers its evaluation)
+    from zoo.metrics.datasets import evaluators
+    from zoo.metrics.publication import LOCAL_DIAGNOSTICS
+
+    lines = [f"{', '.join(e.datasets)}: {', '.join(e.metrics)}" for e in evaluators()]
+    return "; ".join(lines) + f". Local diagnostics (never on a card): {', '.join(LOCAL_DIAGNOSTICS)}."
+
+
+def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
+    """``list_metrics`` names every metric in ``dpzoo evaluate --help`` (it imports the metrics)."""
     parser = argparse.ArgumentParser(
         prog="dpzoo", description="Differentially private generative models for PyTorch Lightning."
     )
@@ -194,7 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("model", help="model id, folder, or hf-hub:org/name")
     sample.add_argument("--n", type=int, default=64, help="number of samples (default: 64)")
     sample.add_argument(
-        "--out", default="samples.png", help="PNG grid; for tables also .csv or .npy rows (default: samples.png)"
+        "--out",
+        default="samples.png",
+        help=f"a picture ({', '.join(IMAGE_SUFFIXES)}: a grid of images, or for tables a scatter/histogram); "
+        "table rows also as .csv (with a header) or .npy (default: samples.png)",
     )
     sample.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
     sample.add_argument("--labels", default=None, help="comma-separated class per sample (class-conditional models)")
@@ -203,17 +216,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sample.set_defaults(run=_sample)
 
-    evaluate = commands.add_parser("evaluate", help="evaluate a model: torch-fidelity metrics and CAS")
+    metric_help = "comma-separated (default: fid_lenet,cas)"
+    if list_metrics:
+        metric_help += f". By dataset: {_metric_names()}"
+    evaluate = commands.add_parser("evaluate", help="evaluate a model: torch-fidelity metrics, CAS, densities")
     evaluate.add_argument("model", help="model id, folder, or hf-hub:org/name")
     evaluate.add_argument("--dataset", default="mnist", help="real data to compare with (default: mnist)")
-    evaluate.add_argument("--metrics", default="fid_lenet,cas", help="comma-separated (default: fid_lenet,cas)")
-    evaluate.add_argument("--label", type=int, default=None, help="compare with one class only (one-class models)")
+    evaluate.add_argument("--metrics", default="fid_lenet,cas", help=metric_help)
+    evaluate.add_argument("--label", type=int, default=None, help="images: compare with one class (one-class models)")
     evaluate.add_argument(
         "--num-samples", type=int, default=None, help="synthetic samples (default: 10000 images; tables: training rows)"
     )
-    evaluate.add_argument("--split", type=int, default=0, help="tables: the 90/10 split the model was trained on")
-    evaluate.add_argument("--runs", type=int, default=5, help="CAS training runs (default: 5)")
-    evaluate.add_argument("--epochs", type=int, default=10, help="CAS epochs for MLP/CNN/ResNet (default: 10)")
+    evaluate.add_argument("--split", type=int, default=None, help="tables: the 90/10 split the model was trained on")
+    evaluate.add_argument("--runs", type=int, default=None, help="images: CAS training runs (default: 5)")
+    evaluate.add_argument(
+        "--epochs", type=int, default=None, help="images: CAS epochs for MLP/CNN/ResNet (default: 10)"
+    )
     evaluate.add_argument("--seed", type=int, default=0, help="seed for sampling and classifiers")
     evaluate.add_argument("--feature-extractor-weights", default=None, help="local Inception weights for fid/kid/isc")
     evaluate.add_argument("--json", default=None, help="also write the results as JSON here")
@@ -239,21 +257,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["fit"]:
-        from zoo.fit import run_fit
-
-        try:
-            run_fit(argv[1:])
-        except USER_ERRORS as error:
-            print(f"dpzoo fit: error: {error}", file=sys.stderr)
-            return 2
-        return 0
-    args = build_parser().parse_args(argv)
-    args.argv = argv
+    command = argv[0] if argv else None
     try:
+        if command == "fit":
+            from zoo.fit import run_fit
+
+            run_fit(argv[1:])
+            return 0
+        args = build_parser(list_metrics=command == "evaluate" and ("-h" in argv or "--help" in argv)).parse_args(argv)
+        args.argv = argv
         return args.run(args)
-    except USER_ERRORS as error:
-        print(f"dpzoo {args.command}: error: {error}", file=sys.stderr)
+    except Exception as error:
+        if not isinstance(error, _user_errors()):
+            raise
+        print(f"dpzoo {command}: error: {error}", file=sys.stderr)
         return 2
 
 

@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 
 from zoo.loading import load
 from zoo.privacy import DPCallback, PrivacyBarrier, PrivacyConfigError
+from zoo.stages import train
 
 
 def check_finetunable(model: Any) -> None:
@@ -50,16 +51,14 @@ def finetune(
     check_finetunable(model)
     if max_grad_norm is None:
         max_grad_norm = model.privacy_ledger.entries[-1].clip_norm
+    privacy = DPCallback(
+        target_epsilon=target_epsilon,
+        delta=delta,
+        max_grad_norm=max_grad_norm,
+        accountant=accountant,
+        planned_steps=max_steps,
+    )
     options = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False, **trainer_kwargs}
-    for part, data in model.finetuning_plan(datamodule):
-        part.privacy_ledger = model.privacy_ledger  # one ledger: each part's entries land in the model's
-        callback = DPCallback(
-            target_epsilon=target_epsilon,
-            delta=delta,
-            max_grad_norm=max_grad_norm,
-            accountant=accountant,
-            planned_steps=max_steps,
-        )
-        part.train()
-        pl.Trainer(max_steps=max_steps, callbacks=[callback], **options).fit(part, data)
+    model.train()
+    train(model, datamodule, privacy, max_steps=max_steps, **options)
     return model.eval()

@@ -1,7 +1,7 @@
-"""``dpzoo fit``: train any method from a YAML recipe with LightningCLI, privately, and
-write the result in Hub layout. ``--per_class K`` trains one model per class 0..K-1 (each
-on its own partition, with its own DPCallback) and releases them as one class-conditional
-model (parallel composition)."""
+"""``dpzoo fit``: train any method from a YAML recipe (LightningCLI parses it) by running the
+method's stages (``zoo.stages.train``) with the recipe's DPCallback as the budget, and write
+the result in Hub layout. ``--per_class K`` trains one model per class 0..K-1, each on its own
+partition, released as one class-conditional model (parallel composition)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import shlex
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pytorch_lightning import LightningDataModule
 from pytorch_lightning.cli import LightningCLI
@@ -17,6 +18,7 @@ from lightning_modules.base import DPGenerativeModel
 from lightning_modules.partitioned import PerClassModel
 from zoo.hub import save_pretrained
 from zoo.privacy import DPCallback, PrivacyConfigError
+from zoo.stages import train
 
 
 class DPZooCLI(LightningCLI):
@@ -28,7 +30,13 @@ class DPZooCLI(LightningCLI):
         parser.add_argument("--selection", default=None, help="how the recipe was chosen (stated in the card)")
         parser.add_argument("--weights_dtype", default="float32", help="float32 or float16 for the release")
         parser.add_argument(
-            "--per_class", type=int, default=0, help="train one model per class 0..K-1 on data.init_args.label"
+            "--per_class", type=int, default=0, help="train one model per class 0..K-1 on data.for_class(k)"
+        )
+        parser.add_argument(
+            "--ckpt_path",
+            type=str | None,
+            default=None,
+            help="resume the plan from a checkpoint written during a stage",
         )
 
 
@@ -46,26 +54,28 @@ def _cli(args: Sequence[str]) -> DPZooCLI:
     )
 
 
-def _fit_privately(cli: DPZooCLI) -> DPGenerativeModel:
-    if not any(isinstance(c, DPCallback) for c in cli.trainer.callbacks):  # type: ignore[attr-defined]
+def _budget_and_trainer_options(cli: DPZooCLI) -> tuple[DPCallback, list[Any], dict[str, Any]]:
+    """The recipe's DPCallback (the plan's budget), its other callbacks, and the other Trainer arguments."""
+    options = dict(cli.config_init["trainer"])
+    callbacks = list(options.pop("callbacks", None) or [])
+    budgets = [c for c in callbacks if isinstance(c, DPCallback)]
+    if len(budgets) != 1:
         raise PrivacyConfigError(
-            "dpzoo fit trains privately: add zoo.privacy.DPCallback to trainer.callbacks in the recipe."
+            "dpzoo fit trains privately: the recipe's trainer.callbacks must hold one zoo.privacy.DPCallback "
+            f"(the privacy budget of the whole plan); found {len(budgets)}."
         )
-    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
-    return cli.model
+    return budgets[0], [c for c in callbacks if not isinstance(c, DPCallback)], options
 
 
 def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
     """``argv`` are LightningCLI arguments after ``fit`` (``--config recipe.yaml``, overrides, ...)."""
     cli = _cli(argv)
     options = cli.config
+    privacy, callbacks, trainer_options = _budget_and_trainer_options(cli)
+    model: DPGenerativeModel = cli.model
     if options.get("per_class"):
-        parts = [
-            _fit_privately(_cli([*argv, "--data.init_args.label", str(label)])) for label in range(options["per_class"])
-        ]
-        model: DPGenerativeModel = PerClassModel.from_parts(parts)
-    else:
-        model = _fit_privately(cli)
+        model = PerClassModel(model.method, model.architecture(), options["per_class"])
+    train(model, cli.datamodule, privacy, callbacks=callbacks, ckpt_path=options.get("ckpt_path"), **trainer_options)
     if options.get("save_pretrained"):
         configs = [str(c) for c in options.get("config") or []]
         recipe = {

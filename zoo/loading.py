@@ -10,7 +10,8 @@ from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundEr
 
 import zoo
 from zoo.cards import display_method, privacy_metadata
-from zoo.hub import CONFIG_NAME, HUB_FILES, from_pretrained, load_config
+from zoo.hub import from_pretrained
+from zoo.layout import CONFIG_NAME, HUB_FILES, load_config
 from zoo.registry import UnknownModelError, checkpoints_dir, model_index
 
 HUB_PREFIX = "hf-hub:"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from importlib import resources
@@ -10,6 +11,8 @@ from typing import Any
 
 _METHODS: dict[str, type] = {}
 CHECKPOINTS_ENV = "DPZOO_CHECKPOINTS_DIR"
+#: the package whose import registers every method (imported on the first lookup)
+METHODS_PACKAGE = "lightning_modules"
 
 
 class UnknownModelError(LookupError):
@@ -22,9 +25,14 @@ def register_method(cls: type) -> type:
     return cls
 
 
-def method_class(name: str) -> type:
-    import lightning_modules  # noqa: F401  (importing registers every method)
+def registered_methods() -> dict[str, type]:
+    """Every registered method by name (the methods package is imported on first use)."""
+    importlib.import_module(METHODS_PACKAGE)
+    return dict(_METHODS)
 
+
+def method_class(name: str) -> type:
+    importlib.import_module(METHODS_PACKAGE)
     try:
         return _METHODS[name]
     except KeyError:

@@ -3,7 +3,7 @@
 Each row is clipped to L2 norm B (a public bound) and scaled to u = clip(x)/B, so ‖u‖ ≤ 1;
 one row then moves the statistic [Σu, Σu²] by at most sqrt(‖u‖² + Σu⁴) ≤ sqrt(2) in L2 norm
 (clipping rows rather than entries keeps this independent of the number of features), and
-``gaussian_release`` noises it with σ·sqrt(2) and records the entry. The row count n is
+the release budget of the plan's Release stage noises it with σ·sqrt(2) and enters it in the ledger. The row count n is
 treated as public, as DP-SGD's normalisation by q·N already does.
 """
 
@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
-from zoo.privacy.ledger import LedgerEntry
-from zoo.privacy.release import gaussian_release, scale_rows_to_unit_ball
+from zoo.privacy.mechanisms import scale_rows_to_unit_ball
 from zoo.privacy.validation import check_positive
+
+if TYPE_CHECKING:
+    from zoo.stages import ReleaseBudget
 
 #: smallest released std, as a fraction of the clip bound: the noisy second moment can fall
 #: below the squared mean, and a zero scale would make the density degenerate
@@ -28,8 +31,6 @@ MIN_STD_FRACTION = 1e-2
 class Standardisation:
     mean: Tensor
     std: Tensor
-    #: the ledger entry of the release; None when the statistics are public
-    entry: LedgerEntry | None
     #: how the statistics were obtained, for config.json and the card
     source: str
 
@@ -39,7 +40,6 @@ def public_standardisation(table: Tensor) -> Standardisation:
     return Standardisation(
         table.mean(0).float(),
         table.std(0).float(),
-        None,
         "exact mean and std of the training rows, treated as public (not covered by the guarantee)",
     )
 
@@ -48,25 +48,19 @@ def private_standardisation(
     table: Tensor,
     clip_bound: float,
     noise_multiplier: float,
-    *,
-    delta: float,
-    accountant: str,
-    dataset_id: str,
+    budget: ReleaseBudget,
     purpose: str = "standardisation",
 ) -> Standardisation:
-    """Mean and std of ``table`` (rows × features) with Gaussian noise; the entry is returned, not logged."""
+    """Mean and std of ``table`` (rows × features) with Gaussian noise, released through ``budget``."""
     bound = check_positive(clip_bound, "clip_bound")
     rows, features = table.shape
     scaled = scale_rows_to_unit_ball(table.double(), bound)
     sums = torch.cat([scaled.sum(0), scaled.square().sum(0)])
-    noisy, entry = gaussian_release(
+    noisy = budget.release(
         sums,
         math.sqrt(2),
-        delta=delta,
-        dataset_id=dataset_id,
         dataset_size=rows,
         noise_multiplier=noise_multiplier,
-        accountant=accountant,
         note=f"{purpose}: per-feature [Σu, Σu²] of rows u = x / max(‖x‖, {bound:g})",
     )
     mean = noisy[:features] / rows
@@ -74,6 +68,5 @@ def private_standardisation(
     return Standardisation(
         (mean * bound).float(),
         (variance.sqrt() * bound).float(),
-        entry,
         f"private: Gaussian mechanism (σ = {noise_multiplier:g}) on sums of rows clipped to L2 norm {bound:g}",
     )

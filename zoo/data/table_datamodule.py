@@ -4,6 +4,7 @@ train loaders, and a standardisation released privately (or declared public)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytorch_lightning as pl
 import torch
@@ -15,6 +16,9 @@ from zoo.data.standardisation import Standardisation, private_standardisation, p
 from zoo.data.tables import TABLES, load_table, read_table
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_positive, check_sample_rate
+
+if TYPE_CHECKING:
+    from zoo.stages import ReleaseBudget
 
 STANDARDISATIONS = ("private", "public")
 
@@ -78,7 +82,6 @@ class TableDataModule(pl.LightningDataModule):
         self.train_rows: Tensor | None = None
         self.validation_rows: Tensor | None = None
         self.test_rows: Tensor | None = None
-        self._standardisation: Standardisation | None = None
 
     @property
     def dataset_id(self) -> str:
@@ -102,22 +105,17 @@ class TableDataModule(pl.LightningDataModule):
         self.validation_rows = table[rest[order[:validation_size]]].float()
         self.train_rows = table[rest[order[validation_size:]]].float()
 
-    def release_standardisation(self, delta: float, accountant: str) -> Standardisation:
-        """The standardisation of the private rows, released once (later calls return the same)."""
-        if self._standardisation is None:
-            self.setup()
-            if self.standardisation_kind == "public":
-                self._standardisation = public_standardisation(self.train_rows)  # type: ignore[arg-type]
-            else:
-                self._standardisation = private_standardisation(
-                    self.train_rows,  # type: ignore[arg-type]
-                    self.clip_bound,  # type: ignore[arg-type]
-                    self.standardisation_noise_multiplier,
-                    delta=delta,
-                    accountant=accountant,
-                    dataset_id=self.dataset_id,
-                )
-        return self._standardisation
+    def standardisation(self, budget: ReleaseBudget) -> Standardisation:
+        """The standardisation of the private rows: released through ``budget`` ("private") or exact ("public")."""
+        self.setup()
+        if self.standardisation_kind == "public":
+            return public_standardisation(self.train_rows)  # type: ignore[arg-type]
+        return private_standardisation(
+            self.train_rows,  # type: ignore[arg-type]
+            self.clip_bound,  # type: ignore[arg-type]
+            self.standardisation_noise_multiplier,
+            budget,
+        )
 
     def train_dataloader(self) -> DataLoader:
         micro_batches = self.trainer.accumulate_grad_batches if self.trainer is not None else 1

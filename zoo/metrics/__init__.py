@@ -5,6 +5,7 @@ from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
 from zoo.metrics.evaluate import METRICS, card_results, evaluate
 from zoo.metrics.fidelity import FeatureWeightsUnavailable, fidelity_metrics
+from zoo.metrics.records import record_evaluation
 
 __all__ = [
     "CLASSIFIERS",
@@ -15,4 +16,5 @@ __all__ = [
     "evaluate",
     "fidelity_metrics",
     "membership_audit",
+    "record_evaluation",
 ]

@@ -83,7 +83,7 @@ def fit_partition_voters(
         for _ in range(steps):
             optimizer.zero_grad()
             batch = data[torch.randint(len(data), (batch_size,), generator=generator)]
-            (-flow.log_prob(batch).mean()).backward()
+            (-flow.log_density(batch).mean()).backward()
             optimizer.step()
         with torch.no_grad():
             thresholds.append(torch.quantile(flow.eval().log_prob(data), quantile))

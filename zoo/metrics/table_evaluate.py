@@ -6,13 +6,16 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 from torch import Tensor
 
 from zoo.baselines import DPGaussianMixture
 from zoo.data.table_datamodule import TableDataModule
-from zoo.data.tables import ROW_NORM_BOUNDS
+from zoo.data.tables import ROW_NORM_BOUNDS, TABLES
+from zoo.metrics.datasets import Evaluator, register_evaluator
 from zoo.metrics.dp_ad import dp_anomaly_detection_report
 from zoo.metrics.tabular import anomaly_auroc, cross_validated_knn_mse, knn_regression_mse, tail_anomalies
+from zoo.plots import roc_picture, table_model_picture
 
 TABLE_METRICS = ("log_likelihood", "knn_mse", "anomaly_auroc", "dp_mog", "dp_ad")
 
@@ -23,10 +26,11 @@ def evaluate_table(
     metrics: tuple[str, ...],
     num_samples: int | None = None,
     seed: int = 0,
+    progress: bool = True,
+    figures: bool = False,
     split: int = 0,
     dp_ad_epsilon: float = 1.0,
     row_norm_bound: float | None = None,
-    progress: bool = True,
 ) -> dict[str, Any]:
     """Test log-likelihood, kNN-regression MSE of synthetic rows, likelihood-threshold anomaly
     AUROC, the DP-MoG baseline at the model's own (ε, δ), and DP-AD, all on ``split``'s test rows.
@@ -37,7 +41,8 @@ def evaluate_table(
 
     ``num_samples`` synthetic rows (default: as many as the training rows) train the kNN regressor;
     DP-MoG clips rows to ``row_norm_bound`` (default: the table's bound in ``ROW_NORM_BOUNDS``);
-    DP-AD answers every query at ``dp_ad_epsilon``.
+    DP-AD answers every query at ``dp_ad_epsilon``. ``figures``: the model's samples (and density,
+    in 2-D) next to the real test rows, and the anomaly ROC curve when it was measured.
     """
     unknown = [m for m in metrics if m not in TABLE_METRICS]
     if unknown:
@@ -57,13 +62,25 @@ def evaluate_table(
         results["dp_mog"] = _dp_mog(model, data, row_norm_bound, seed)
     if "dp_ad" in metrics:
         results["dp_ad"] = dp_anomaly_detection_report(train, test, anomalies, dp_ad_epsilon, seed, progress=progress)
-    return {
+    evaluation = {
         "dataset": table,
         "split": split,
         "num_samples": num_samples or len(train),
         "seed": seed,
         "results": results,
     }
+    if figures:
+        evaluation["figures"] = _figures(model, test, results)
+    return evaluation
+
+
+def _figures(model: Any, test: Tensor, results: dict[str, Any]) -> dict[str, Image.Image]:
+    pictures = {"real_vs_synthetic.png": table_model_picture(model, real=test)}
+    anomaly = results.get("anomaly_auroc")
+    if anomaly:
+        title = f"anomaly detection by log-likelihood, AUROC {anomaly['value']:.3f}"
+        pictures["anomaly_roc.png"] = roc_picture(anomaly["roc"]["fpr"], anomaly["roc"]["tpr"], title)
+    return pictures
 
 
 def _training_split(model: Any, table: str, split: int) -> TableDataModule:
@@ -146,3 +163,14 @@ def _dp_mog(model: Any, data: TableDataModule, row_norm_bound: float | None, see
             "noise_multiplier": round(baseline.privacy_ledger.entries[0].noise_multiplier, 4),
         },
     }
+
+
+register_evaluator(
+    Evaluator(
+        datasets=TABLES,
+        metrics=TABLE_METRICS,
+        task_type="density-estimation",
+        run=evaluate_table,
+        options=("split", "dp_ad_epsilon", "row_norm_bound"),
+    )
+)

@@ -11,6 +11,11 @@ jointly) and the weighted sum Σ_i w_i g_i. Clipping is then ``w_i = min(1, C/�
 - ``hooks``: Opacus' GradSampleModule grad samplers, materialising ``p.grad_sample``.
 - ``functorch``: Opacus with ``force_functorch=True`` (vmap over torch.func.grad).
 - ``auto``: ``ghost`` when it supports every parametrised layer, else ``hooks``.
+
+With ``rows_per_example = m`` every example spans m consecutive rows of the batch (noise
+multiplicity): an example's gradient is the sum over its rows, so the engines regroup rows
+before taking norms (for Linear layers the m rows become a longer sequence, which the ghost
+norm already sums over exactly).
 """
 
 from __future__ import annotations
@@ -48,14 +53,28 @@ class PerExampleGradients(Protocol):
     def close(self) -> None: ...
 
 
-def create_engine(modules: Sequence[nn.Module], mode: str = "auto") -> PerExampleGradients:
+def create_engine(modules: Sequence[nn.Module], mode: str = "auto", rows_per_example: int = 1) -> PerExampleGradients:
     if mode not in MODES:
         raise PrivacyConfigError(f"per_example_mode must be one of {MODES}, got {mode!r}")
     if mode == "auto":
         mode = "ghost" if not GhostClipping.unsupported_layers(modules) else "hooks"
     if mode == "ghost":
-        return GhostClipping(modules)
-    return OpacusGradSample(modules, force_functorch=mode == "functorch")
+        return GhostClipping(modules, rows_per_example)
+    return OpacusGradSample(modules, force_functorch=mode == "functorch", rows_per_example=rows_per_example)
+
+
+def _examples(rows: int, rows_per_example: int) -> int:
+    if rows % rows_per_example:
+        raise PrivacyConfigError(
+            f"a private batch of {rows} rows is not a whole number of examples of rows_per_example = "
+            f"{rows_per_example} consecutive rows each"
+        )
+    return rows // rows_per_example
+
+
+def _grouped(x: Tensor, rows_per_example: int) -> Tensor:
+    """(B·m, ...) → (B, m, ...): the rows of each example side by side."""
+    return x.reshape(_examples(x.shape[0], rows_per_example), rows_per_example, *x.shape[1:])
 
 
 def _as_sequence(x: Tensor) -> Tensor:
@@ -72,7 +91,8 @@ class GhostClipping:
 
     mode = "ghost"
 
-    def __init__(self, modules: Sequence[nn.Module]) -> None:
+    def __init__(self, modules: Sequence[nn.Module], rows_per_example: int = 1) -> None:
+        self.rows_per_example = rows_per_example
         unsupported = self.unsupported_layers(modules)
         if unsupported:
             raise PrivacyConfigError(
@@ -130,7 +150,7 @@ class GhostClipping:
                     "read it once per forward (one per_row call)."
                 )
             if grads:
-                rows.append((parameter, grads[0].float()))
+                rows.append((parameter, _grouped(grads[0].float(), self.rows_per_example).sum(1)))
         return rows
 
     def _pairs(self) -> list[tuple[nn.Module, Tensor, Tensor]]:
@@ -148,8 +168,15 @@ class GhostClipping:
         return pairs
 
     def batch_size(self) -> int | None:
-        firsts = [a for _, a, _ in self._pairs()] + [g for _, g in self._rows()]
-        return firsts[0].shape[0] if firsts else None
+        pairs, rows = self._pairs(), self._rows()
+        if pairs:
+            return _examples(pairs[0][1].shape[0], self.rows_per_example)
+        return rows[0][1].shape[0] if rows else None
+
+    def _sequence(self, x: Tensor) -> Tensor:
+        """(B·m, ..., features) → (B, m·T, features): an example's rows as one longer sequence."""
+        examples, rows, positions, features = _grouped(_as_sequence(x), self.rows_per_example).shape
+        return x.reshape(examples, rows * positions, features)
 
     def squared_norms(self) -> Tensor:
         terms = [grads.flatten(1).square().sum(1) for _, grads in self._rows()]
@@ -167,9 +194,8 @@ class GhostClipping:
                 sums.update(self._conv_sums(layer, a, g, weights))
         return [sums.get(p, torch.zeros_like(p)) for p in self.params]
 
-    @staticmethod
-    def _linear_sums(layer: nn.Linear, a: Tensor, g: Tensor, weights: Tensor) -> dict[nn.Parameter, Tensor]:
-        a, g = _as_sequence(a), _as_sequence(g)
+    def _linear_sums(self, layer: nn.Linear, a: Tensor, g: Tensor, weights: Tensor) -> dict[nn.Parameter, Tensor]:
+        a, g = self._sequence(a), self._sequence(g)
         sums = {}
         if layer.weight.requires_grad:
             sums[layer.weight] = torch.einsum("b,bto,bti->oi", weights, g, a)
@@ -186,17 +212,24 @@ class GhostClipping:
             if cached is not None:
                 weight_sum = torch.einsum("b,bok->ok", weights, cached).reshape(layer.weight.shape)
             else:
-                weighted_g = g * weights.view(-1, 1, 1, 1)
+                row_weights = weights.repeat_interleave(self.rows_per_example)
+                weighted_g = g * row_weights.view(-1, 1, 1, 1)
                 weight_sum = torch.nn.grad.conv2d_weight(
                     a, layer.weight.shape, weighted_g, layer.stride, layer.padding, layer.dilation
                 )
             sums[layer.weight] = weight_sum
         if layer.bias is not None and layer.bias.requires_grad:
-            sums[layer.bias] = torch.einsum("b,bol->o", weights, g.flatten(2))
+            sums[layer.bias] = torch.einsum("b,bol->o", weights, self._conv_positions(g))
         return sums
 
+    def _conv_positions(self, x: Tensor) -> Tensor:
+        """(B·m, C, H, W) → (B, C, m·H·W): an example's rows as more positions."""
+        grouped = _grouped(x.flatten(2), self.rows_per_example)  # (B, m, C, L)
+        examples, rows, channels, positions = grouped.shape
+        return grouped.transpose(1, 2).reshape(examples, channels, rows * positions)
+
     def _linear_norms(self, layer: nn.Linear, a: Tensor, g: Tensor) -> Tensor:
-        a, g = _as_sequence(a), _as_sequence(g)
+        a, g = self._sequence(a), self._sequence(g)
         norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
         if layer.weight.requires_grad:
             if isinstance(layer, MaskedLinear):  # per-example weight gradient (δ aᵀ) ⊙ M
@@ -218,21 +251,28 @@ class GhostClipping:
         return (torch.einsum("bto,bti->boi", g, a) * mask).square().sum((1, 2))
 
     def _conv_norms(self, layer: nn.Conv2d, a: Tensor, g: Tensor) -> Tensor:
-        norms = torch.zeros(a.shape[0], device=a.device, dtype=a.dtype)
+        norms = torch.zeros(a.shape[0] // self.rows_per_example, device=a.device, dtype=a.dtype)
         if layer.weight.requires_grad:
-            positions = g.shape[2] * g.shape[3]
+            positions = g.shape[2] * g.shape[3] * self.rows_per_example
             if layer.weight.numel() <= positions**2:
-                per_example = self._per_example_conv_weight_grads(layer, a, g)
+                per_row = self._per_example_conv_weight_grads(layer, a, g)
+                per_example = _grouped(per_row, self.rows_per_example).sum(1)
                 self._per_example_weight_grads[layer] = per_example
                 norms = norms + per_example.square().sum((1, 2))
             else:
-                unfolded, flat_g = self._unfold(layer, a), g.flatten(2)
+                unfolded, flat_g = self._conv_unfolded(layer, a), self._conv_positions(g)
                 gram_a = torch.bmm(unfolded.transpose(1, 2), unfolded)
                 gram_g = torch.bmm(flat_g.transpose(1, 2), flat_g)
                 norms = norms + (gram_a * gram_g).sum((1, 2))
         if layer.bias is not None and layer.bias.requires_grad:
-            norms = norms + g.flatten(2).sum(2).square().sum(1)
+            norms = norms + self._conv_positions(g).sum(2).square().sum(1)
         return norms
+
+    def _conv_unfolded(self, layer: nn.Conv2d, a: Tensor) -> Tensor:
+        """Unfolded inputs (B, C·kh·kw, m·L), an example's rows side by side as more positions."""
+        unfolded = _grouped(self._unfold(layer, a), self.rows_per_example)  # (B, m, CK, L)
+        examples, rows, patch, positions = unfolded.shape
+        return unfolded.transpose(1, 2).reshape(examples, patch, rows * positions)
 
     @classmethod
     def _per_example_conv_weight_grads(cls, layer: nn.Conv2d, a: Tensor, g: Tensor) -> Tensor:
@@ -278,8 +318,9 @@ class GhostClipping:
 class OpacusGradSample:
     """Opacus grad samplers (hooks, or torch.func with ``force_functorch``)."""
 
-    def __init__(self, modules: Sequence[nn.Module], force_functorch: bool) -> None:
+    def __init__(self, modules: Sequence[nn.Module], force_functorch: bool, rows_per_example: int = 1) -> None:
         self.mode = "functorch" if force_functorch else "hooks"
+        self.rows_per_example = rows_per_example
         # loss_reduction="sum": the callback applies the batch scaling itself, uniformly for all engines
         try:
             self._wrappers = [
@@ -301,6 +342,8 @@ class OpacusGradSample:
                     "a private layer was used in several backward passes before one private step; "
                     "run one backward per micro-batch."
                 )
+            if sample is not None:
+                sample = _grouped(sample, self.rows_per_example).sum(1)
             samples.append(sample)
         return samples
 

@@ -1,4 +1,11 @@
-"""B1: release a bounded-sensitivity statistic once with the Gaussian mechanism."""
+"""B1: release a bounded-sensitivity statistic once with the Gaussian mechanism.
+
+Theorem (add/remove-one neighbouring datasets). If adding or removing one record moves the
+statistic f by at most Δ₂ in L2 norm, then f(D) + N(0, (σΔ₂)²·I) is the Gaussian mechanism
+with noise multiplier σ; its (ε, δ) is what the accountant gives for one step of
+(σ, sampling rate 1). The caller states Δ₂ (and the argument for it, in its docstring); the
+ledger entry records Δ₂ as ``clip_norm`` and σ, so an auditor can recompute ε.
+"""
 
 from __future__ import annotations
 
@@ -37,14 +44,15 @@ def gaussian_release(
     accountant: str = "prv",
     ledger: PrivacyLedger | None = None,
     generator: torch.Generator | None = None,
+    partition_of: str | None = None,
     note: str = "",
 ) -> tuple[Tensor, LedgerEntry]:
     """Return ``statistic + N(0, (σ·Δ₂)²)`` and the ledger entry that accounts for it.
 
     ``l2_sensitivity`` is the largest change of the statistic when one example is added
-    or removed; σ is calibrated from ``target_epsilon`` unless given. The entry is
-    appended to ``ledger`` when one is passed. Without a ``generator`` the noise comes
-    from OS entropy.
+    or removed; σ is calibrated from ``target_epsilon`` unless given, composed with what
+    ``ledger`` already holds for ``dataset_id``. The entry is appended to ``ledger`` when one
+    is passed. Without a ``generator`` the noise comes from OS entropy.
     """
     check_exactly_one(target_epsilon, noise_multiplier)
     delta = check_delta(delta)
@@ -52,7 +60,8 @@ def gaussian_release(
     l2_sensitivity = check_positive(l2_sensitivity, "l2_sensitivity")
     warn_if_delta_too_large(delta, dataset_size)
     if noise_multiplier is None:
-        sigma = calibrate_noise_multiplier(check_epsilon(target_epsilon), delta, 1.0, 1, accountant)  # type: ignore[arg-type]
+        prior = [] if ledger is None else ledger.history(dataset_id)
+        sigma = calibrate_noise_multiplier(check_epsilon(target_epsilon), delta, 1.0, 1, accountant, prior)  # type: ignore[arg-type]
     else:
         sigma = check_positive(noise_multiplier, "noise_multiplier")
     generator = generator or private_generator()
@@ -69,6 +78,7 @@ def gaussian_release(
         accountant=accountant,
         steps=1,
         target_epsilon=target_epsilon,
+        partition_of=partition_of,
         note=note,
     )
     if ledger is not None:

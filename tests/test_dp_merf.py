@@ -1,0 +1,90 @@
+"""DP-MERF: unit-norm features, a release whose sensitivity holds against planted records, and
+its ε recomputed by a second accountant."""
+
+import copy
+from types import SimpleNamespace
+
+import dp_accounting
+import pytest
+import torch
+from dp_accounting import pld
+
+from lightning_modules import DPMERF
+from lightning_modules.base import toy_images
+from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
+from zoo.privacy import DPCallback
+from zoo.stages import train
+
+TINY = DPMERF.tiny_recipe().architecture
+QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
+
+
+class RecordingBudget:
+    """Stands in for the release budget: keeps the exact statistic and the sensitivity claimed for it."""
+
+    def __init__(self):
+        self.released = []
+
+    def release(self, statistic, l2_sensitivity, dataset_size, noise_multiplier=None, note=""):
+        self.released.append((statistic.clone(), l2_sensitivity))
+        return statistic
+
+
+def raw_embedding(model, images, labels):
+    budget = RecordingBudget()
+    data = SimpleNamespace(setup=lambda stage: None, train_set=SimpleNamespace(tensors=(images, labels)))
+    model._release_embedding(data, budget)
+    ((statistic, sensitivity),) = budget.released
+    return statistic, sensitivity
+
+
+def test_every_feature_vector_has_norm_one_whatever_the_input():
+    features = RandomFourierFeatures(64, 200, width=1.5, seed=3)
+    inputs = torch.cat([torch.rand(50, 64), 1e6 * torch.randn(5, 64), torch.zeros(1, 64)])
+    torch.testing.assert_close(features(inputs).norm(dim=1), torch.ones(len(inputs)))
+    embedded = labelled_embedding(features(inputs), torch.arange(len(inputs)) % 3, 3)
+    assert embedded.shape == (200, 3)
+
+
+@pytest.mark.parametrize("planted", ["zeros", "ones", "huge", "random"])
+def test_a_planted_record_moves_the_released_sum_by_at_most_its_sensitivity(planted):
+    model = DPMERF(**TINY)
+    images, labels = toy_images().train_set.tensors
+    record = {
+        "zeros": torch.zeros(1, 1, 8, 8),
+        "ones": torch.ones(1, 1, 8, 8),
+        "huge": torch.full((1, 1, 8, 8), 1e4),
+        "random": torch.rand(1, 1, 8, 8),
+    }[planted]
+    without, sensitivity = raw_embedding(model, images, labels)
+    with_planted, _ = raw_embedding(model, torch.cat([images, record]), torch.cat([labels, torch.tensor([2])]))
+    assert sensitivity == 1.0
+    assert (with_planted - without).norm() <= sensitivity * (1 + 1e-6)  # float32 features: norm 1 ± 1e-7
+
+
+def test_the_release_spends_the_target_and_a_second_accountant_agrees():
+    data = toy_images()
+    model = DPMERF(**TINY)
+    train(model, data, DPCallback(target_epsilon=1.0, accountant="prv"), max_steps=2, **QUIET)
+    (entry,) = model.privacy_ledger.entries
+    assert entry.barrier == "B1" and entry.clip_norm == 1.0 and entry.sample_rate == 1.0 and entry.steps == 1
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
+    accountant.compose(dp_accounting.GaussianDpEvent(entry.noise_multiplier))
+    assert accountant.get_epsilon(1e-5) == pytest.approx(1.0, abs=0.02)
+    assert model.privacy_ledger.epsilon(data.dataset_id) <= 1.0
+
+
+def test_the_generator_learns_the_released_embedding():
+    torch.manual_seed(0)
+    model = DPMERF(**{**TINY, "learning_rate": 0.05})
+    untrained = copy.deepcopy(model.generator)
+    train(model, toy_images(), DPCallback(target_epsilon=50.0), max_steps=200, **QUIET)
+
+    def distance(generator):
+        with torch.no_grad():
+            labels = torch.arange(300) % 3
+            images = generator(torch.randn(300, model.hparams.code_dim), labels)
+            fitted = labelled_embedding(model.features(images), labels, 3) / 300
+        return (model.released_embedding - fitted).norm().item()
+
+    assert distance(model.generator) < 0.7 * distance(untrained)

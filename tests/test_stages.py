@@ -1,0 +1,141 @@
+"""Plans of stages with one ledger and one budget: releases, private steps, public steps, helpers, resume."""
+
+import pytest
+import pytorch_lightning as pl
+import torch
+from torch import nn
+
+from lightning_modules.base import DPGenerativeModel, toy_images
+from zoo.privacy import DPCallback, PrivacyBudgetExhausted, PrivacyConfigError, epsilon_spent
+from zoo.stages import HelperSteps, PrivateSteps, PublicSteps, Release, check_plan, train
+
+QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
+
+
+class Staged(DPGenerativeModel):
+    """A released linear model; its plan is whatever the test gives it."""
+
+    method, privacy_barrier, released_modules, never_released = "toy-staged", "B4", ("net",), ("helper",)
+
+    def __init__(self, plan=None):
+        super().__init__()
+        self.net, self.helper = nn.Linear(64, 1), nn.Linear(64, 1)
+        self.plan = plan or (lambda model: [PrivateSteps()])
+        self.public_batches, self.released_means = [], []
+        self.helper_mode = self.optimise_everything = False
+
+    def stages(self, datamodule):
+        return self.plan(self)
+
+    def private_modules(self):
+        return [self.net]
+
+    def release_mean(self, datamodule, budget, noise_multiplier=None):
+        images, _ = datamodule.train_set.tensors
+        sum_of_rows = images.flatten(1).clamp(0, 1).sum(0) / 8.0  # each record moves it by ≤ ‖x‖/8 ≤ 1
+        self.released_means.append(budget.release(sum_of_rows, 1.0, len(images), noise_multiplier) / len(images))
+
+    def training_step(self, batch, batch_idx):
+        if isinstance(batch, int):
+            self.public_batches.append(batch)
+            return self.net.weight.square().sum()
+        x = batch[0].flatten(1)
+        return self.net(x).square().mean() + (self.helper(x).square().mean() if self.helper_mode else 0)
+
+    def configure_optimizers(self):
+        trained = self if self.optimise_everything else self.helper if self.helper_mode else self.net
+        return torch.optim.SGD(trained.parameters(), lr=0.01)
+
+
+def test_a_fixed_release_then_calibrated_steps_meet_the_target_together():
+    model = Staged(lambda m: [Release("mean", lambda d, b: m.release_mean(d, b, 8.0)), PrivateSteps()])
+    data = toy_images()
+    train(model, data, DPCallback(target_epsilon=2.0, accountant="rdp"), max_steps=5, **QUIET)
+    release, steps = model.privacy_ledger.entries
+    assert release.barrier == "B1" and release.noise_multiplier == 8.0 and steps.steps == 5
+    assert 1.95 < model.privacy_ledger.epsilon(data.dataset_id) <= 2.0
+    assert epsilon_spent(steps.history(), 1e-5, "rdp") < 1.95  # the release took its share
+
+
+def test_a_calibrated_release_spends_the_whole_target_and_a_fixed_one_may_not_overshoot():
+    model = Staged(lambda m: [Release("mean", m.release_mean, calibrated=True), PublicSteps("fit", 2)])
+    data = toy_images()
+    train(model, data, DPCallback(target_epsilon=1.0), max_steps=2, **QUIET)
+    (entry,) = model.privacy_ledger.entries
+    assert 0.99 < model.privacy_ledger.epsilon(data.dataset_id) <= 1.0 and entry.target_epsilon == 1.0
+    greedy = Staged(lambda m: [Release("mean", lambda d, b: m.release_mean(d, b, 0.5)), PrivateSteps()])
+    with pytest.raises(PrivacyBudgetExhausted, match="would take toy-images past ε = 1.0"):
+        train(greedy, data, DPCallback(target_epsilon=1.0), max_steps=2, **QUIET)
+    assert greedy.released_means == []
+
+
+def test_public_steps_never_see_a_record():
+    model = Staged(lambda m: [Release("mean", m.release_mean, calibrated=True), PublicSteps("fit", 4)])
+    train(model, toy_images(), DPCallback(target_epsilon=1.0), **QUIET)
+    assert model.public_batches == [0, 1, 2, 3]
+
+
+def test_helper_steps_train_helpers_and_may_not_change_what_is_released():
+    model = Staged(lambda m: [HelperSteps("pretrain the helper", 2)])
+    model.helper_mode = True
+    net, helper = model.net.weight.clone(), model.helper.weight.clone()
+    train(model, toy_images(), DPCallback(noise_multiplier=1.0), **QUIET)
+    assert torch.equal(net, model.net.weight) and not torch.equal(helper, model.helper.weight)
+    assert model.privacy_ledger.entries == []  # what helpers learn is paid for when private steps query them
+
+    model.optimise_everything = True
+    with pytest.raises(PrivacyConfigError, match="only never-released helpers may learn"):
+        train(model, toy_images(), DPCallback(noise_multiplier=1.0), **QUIET)
+
+
+@pytest.mark.parametrize(
+    "stages, privacy, message",
+    [
+        (
+            [Release("a", None, calibrated=True), Release("b", None, calibrated=True)],
+            dict(target_epsilon=1.0),
+            "one stage of a plan can be calibrated",
+        ),
+        ([Release("a", None, calibrated=True), PrivateSteps()], dict(target_epsilon=1.0), "one stage of a plan"),
+        ([PrivateSteps(), Release("late", None)], dict(target_epsilon=1.0), "spends budget after the calibrated"),
+    ],
+)
+def test_plans_that_cannot_be_calibrated_are_refused(stages, privacy, message):
+    with pytest.raises(PrivacyConfigError, match=message):
+        check_plan(stages, DPCallback(**privacy))
+
+
+class StopAfter(pl.Callback):
+    """Saves a checkpoint after ``steps`` steps and stops, as an interrupted run would."""
+
+    def __init__(self, path, steps):
+        self.path, self.steps = path, steps
+
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step == self.steps:
+            trainer.save_checkpoint(self.path)
+            trainer.should_stop = True
+
+
+def test_resume_skips_finished_stages_and_continues_the_budget(tmp_path):
+    def plan(model):
+        return [Release("mean", lambda d, b: model.release_mean(d, b, 20.0)), PrivateSteps()]
+
+    data = toy_images()
+    privacy = DPCallback(noise_multiplier=1.5, accountant="rdp")
+    first = Staged(plan)
+    train(first, data, privacy, callbacks=[StopAfter(tmp_path / "run.ckpt", 3)], max_steps=8, **QUIET)
+    assert [e.steps for e in first.privacy_ledger.entries] == [1, 3]
+
+    resumed = Staged(plan)
+    train(resumed, data, privacy, ckpt_path=str(tmp_path / "run.ckpt"), max_steps=8, **QUIET)
+    assert resumed.released_means == []  # the release was not repeated
+    assert [e.steps for e in resumed.privacy_ledger.entries] == [1, 8]
+    expected = epsilon_spent([(20.0, 1.0, 1), (1.5, 0.25, 8)], 1e-5, "rdp")
+    assert resumed.privacy_ledger.epsilon(data.dataset_id) == pytest.approx(expected)
+
+
+def test_a_checkpoint_from_outside_a_plan_cannot_resume_one(tmp_path):
+    torch.save({"state_dict": {}}, tmp_path / "plain.ckpt")
+    with pytest.raises(PrivacyConfigError, match="was not written during a stage"):
+        train(Staged(), toy_images(), DPCallback(noise_multiplier=1.0), ckpt_path=str(tmp_path / "plain.ckpt"))

@@ -1,0 +1,47 @@
+"""Which evaluation each family of datasets runs: a registry that ``zoo.evaluate`` asks, so that
+shared code names no dataset. Image and table evaluations register themselves on import."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """``run(model, dataset, metrics, num_samples, seed, progress, figures, **options)`` → evaluation."""
+
+    datasets: tuple[str, ...]
+    metrics: tuple[str, ...]
+    #: the Hub ``model-index`` task of its results
+    task_type: str
+    run: Callable[..., dict[str, Any]]
+    #: keyword options specific to this family (``label`` for images, ``split`` for tables)
+    options: tuple[str, ...] = ()
+
+
+_EVALUATORS: dict[str, Evaluator] = {}
+
+
+def register_evaluator(evaluator: Evaluator) -> Evaluator:
+    for dataset in evaluator.datasets:
+        _EVALUATORS[dataset] = evaluator
+    return evaluator
+
+
+def evaluator_for(dataset: str) -> Evaluator:
+    try:
+        return _EVALUATORS[dataset]
+    except KeyError:
+        raise ValueError(f"unknown dataset {dataset!r}; known: {sorted(_EVALUATORS)}") from None
+
+
+def evaluators() -> list[Evaluator]:
+    """Each registered family once, in registration order."""
+    return list({id(e): e for e in _EVALUATORS.values()}.values())
+
+
+def known_metrics() -> tuple[str, ...]:
+    """Every metric of every registered family, in registration order."""
+    return tuple(dict.fromkeys(m for evaluator in evaluators() for m in evaluator.metrics))

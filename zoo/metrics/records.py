@@ -1,0 +1,32 @@
+"""Recording an evaluation in a model folder: config.json, the card, and the evaluation's figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from zoo.cards import model_card
+from zoo.layout import CARD_NAME, default_load_name, load_config, write_config
+from zoo.metrics.evaluate import card_results
+from zoo.metrics.publication import check_publishable
+
+
+def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command: str) -> None:
+    """Store an evaluation and its figures (PIL images under ``"figures"``) in a model folder and
+    regenerate the card. Refuses local diagnostics (``zoo.metrics.publication``): a card publishes
+    only what its guarantee covers."""
+    check_publishable(evaluation["results"])
+    directory = Path(directory)
+    config = load_config(directory)
+    evaluation = dict(evaluation)
+    figures = evaluation.pop("figures", {})
+    for name, picture in figures.items():
+        picture.save(directory / name)
+    config["evaluation"] = {
+        "command": command,
+        "results": card_results(evaluation, evaluation["dataset"]),
+        "details": evaluation,
+        "figures": list(figures),
+    }
+    write_config(directory, config)
+    model_card(config, default_load_name(config["model_id"], directory)).save(directory / CARD_NAME)

@@ -1,0 +1,52 @@
+"""Privacy mechanisms as plug-ins, one module each, each stating its theorem in its docstring:
+
+- ``dp_sgd``: per-example DP-SGD (B2 on a critic, B4 on the released model), with noise multiplicity;
+- ``output_sanitizer``: clipped, noised gradients into a generated batch (B3, GS-WGAN);
+- ``gaussian_release``: a one-shot statistic (B1, DP-MERF's embedding, DP-NF's standardisation);
+- ``private_helpers``: never-released modules trained without DP on parts of the data, and
+  the accounting of the steps that query them (GS-WGAN's critics, DP²-VAE's encoders).
+"""
+
+from __future__ import annotations
+
+from zoo.privacy.barriers import PrivacyBarrier
+from zoo.privacy.errors import PrivacyConfigError
+from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
+from zoo.privacy.mechanisms.dp_sgd import PerExampleDPSGD
+from zoo.privacy.mechanisms.gaussian_release import gaussian_release, scale_rows_to_unit_ball
+from zoo.privacy.mechanisms.output_sanitizer import GradientSanitizer, OutputGradientSanitizer
+from zoo.privacy.mechanisms.private_helpers import PrivateHelpers, step_noise_multiplier, step_sensitivity
+
+#: the mechanism that makes each training step private, by the barrier a module declares
+TRAINING_MECHANISMS: dict[PrivacyBarrier, type] = {
+    PrivacyBarrier.PRIVATE_CRITIC: PerExampleDPSGD,
+    PrivacyBarrier.PRIVATE_MODEL: PerExampleDPSGD,
+    PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT: OutputGradientSanitizer,
+}
+
+
+def training_mechanism(barrier: PrivacyBarrier) -> type:
+    """The mechanism class that privatises training steps behind ``barrier``."""
+    try:
+        return TRAINING_MECHANISMS[barrier]
+    except KeyError:
+        raise PrivacyConfigError(
+            f"barrier {barrier.value} is not applied inside training steps: its statistic is released once, "
+            "in a Release stage (zoo.stages), which zoo.fit and `dpzoo fit` run before the training stages."
+        ) from None
+
+
+__all__ = [
+    "TRAINING_MECHANISMS",
+    "GradientSanitizer",
+    "OutputGradientSanitizer",
+    "PerExampleDPSGD",
+    "PrivateHelpers",
+    "Sampling",
+    "TrainingMechanism",
+    "gaussian_release",
+    "scale_rows_to_unit_ball",
+    "step_noise_multiplier",
+    "step_sensitivity",
+    "training_mechanism",
+]

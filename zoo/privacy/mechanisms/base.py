@@ -1,0 +1,55 @@
+"""What a training mechanism (a barrier applied inside training steps) gives DPCallback.
+
+DPCallback keeps what every mechanism shares: the budget, σ calibration, the ledger, ε
+logging, checkpoints. A mechanism owns the rest: what it samples, how one step is made
+private, its sensitivity argument (in its module docstring) and the extra ledger parameters
+an auditor needs to check that argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pytorch_lightning as pl
+import torch
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a step touches the private data: ``sample_rate`` is the chance a given record enters
+    a step (independently across steps), ``dataset_size`` the number of private records."""
+
+    dataset_size: int
+    sample_rate: float
+
+
+class TrainingMechanism(Protocol):
+    #: the mechanism's name in the ledger
+    name: str
+
+    def sampling(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Sampling:
+        """Check the sampling the accountant assumes and report it."""
+
+    def accounted_noise_multiplier(self, noise_multiplier: float) -> float:
+        """The accountant's noise multiplier (noise std over the step's sensitivity) for a user's σ."""
+
+    def ledger_parameters(self, accounted: float) -> dict[str, Any]:
+        """What an auditor needs beyond (σ, C, q, steps) to check the sensitivity argument."""
+
+    def start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, accounted: float) -> None:
+        """Prepare the first step, noise at the accountant's multiplier ``accounted``."""
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch_idx: int) -> None: ...
+
+    def on_before_backward(self) -> None: ...
+
+    def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None: ...
+
+    def is_private_step(self, optimizer: torch.optim.Optimizer) -> bool:
+        """Whether this optimizer step releases something computed from private data."""
+
+    def privatise_step(self, optimizer: torch.optim.Optimizer) -> None:
+        """Make the step private (its gradients clipped and noised); called once the budget allows it."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,219 @@
+"""Training in stages with one ledger and one budget.
+
+A method declares its stages (``DPGenerativeModel.stages``) and, when it is a composition of
+parts trained on disjoint data (one model per class), its parts (``training_parts``);
+:func:`train` runs them in order:
+
+- :class:`Release` (B1): a statistic of the private data released once by the Gaussian
+  mechanism, through a :class:`ReleaseBudget` that enters it in the ledger;
+- :class:`PrivateSteps`: a Lightning fit under DPCallback on the private data (B2/B3/B4);
+- :class:`PublicSteps`: a Lightning fit that never reads the private data (post-processing,
+  e.g. fitting a generator to a released statistic); its steps receive their index only;
+- :class:`HelperSteps`: a fit that trains never-released helpers on the private data without
+  DP (their cost is accounted when private steps query them); the released modules must not change.
+
+σ is calibrated for the whole plan: stages with a fixed σ come first and the one calibrated
+stage (a Release with ``calibrated=True``, or PrivateSteps under a DPCallback with a target ε)
+comes last among the stages that spend budget, so it is calibrated against everything else.
+Every Lightning checkpoint of a stage records which stage it is; ``train(..., ckpt_path=...)``
+skips the stages before it and resumes that one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader
+
+from zoo.privacy import DPCallback, PrivacyConfigError, PrivacyLedger
+from zoo.privacy.callback import STAGE_KEY
+
+
+class ReleaseBudget:
+    """What a Release stage may spend: one-shot releases of statistics of one private dataset."""
+
+    def __init__(self, privacy: DPCallback, ledger: PrivacyLedger, datamodule: Any) -> None:
+        self.privacy, self.ledger = privacy, ledger
+        self.dataset_id = getattr(datamodule, "dataset_id", None)
+        if self.dataset_id is None:
+            raise PrivacyConfigError(f"{type(datamodule).__name__} has no dataset_id: the ledger must name the data")
+        self.partition_of = getattr(datamodule, "partition_of", None)
+
+    @property
+    def delta(self) -> float:
+        return self.privacy.delta
+
+    def release(
+        self,
+        statistic: Tensor,
+        l2_sensitivity: float,
+        dataset_size: int,
+        noise_multiplier: float | None = None,
+        note: str = "",
+    ) -> Tensor:
+        """``statistic`` + N(0, (σ·Δ₂)²), entered in the ledger; σ fixed, or calibrated from the budget when None."""
+        return self.privacy.release(
+            statistic,
+            l2_sensitivity,
+            ledger=self.ledger,
+            dataset_id=self.dataset_id,
+            dataset_size=dataset_size,
+            partition_of=self.partition_of,
+            noise_multiplier=noise_multiplier,
+            note=note,
+        )
+
+
+@dataclass(frozen=True)
+class Release:
+    """B1: ``run(datamodule, budget)`` computes statistics of the private data and releases each
+    through ``budget.release``. ``calibrated``: σ comes from the budget (else the stage fixes it)."""
+
+    name: str
+    run: Callable[[Any, ReleaseBudget], None]
+    calibrated: bool = False
+
+
+@dataclass(frozen=True)
+class PrivateSteps:
+    """Lightning steps under DPCallback on the private data; ``max_steps`` None: the trainer's."""
+
+    name: str = "private training"
+    max_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class PublicSteps:
+    """Lightning steps that never read the private data: ``training_step`` receives the step index."""
+
+    name: str
+    max_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class HelperSteps:
+    """Lightning steps training never-released helpers on the private data without DP."""
+
+    name: str
+    max_steps: int | None = None
+
+
+Stage = Release | PrivateSteps | PublicSteps | HelperSteps
+
+
+def train(
+    model: Any,
+    datamodule: Any,
+    privacy: DPCallback,
+    *,
+    callbacks: Sequence[pl.Callback] = (),
+    ckpt_path: str | None = None,
+    **trainer_options: Any,
+) -> Any:
+    """Run ``model``'s stages on ``datamodule`` (each part on its own data) with one ledger.
+
+    ``privacy`` holds the budget; each private stage gets a fresh copy of it. ``callbacks`` and
+    ``trainer_options`` (``max_steps``, ``accelerator``, ...) build each stage's Trainer."""
+    if not isinstance(privacy, DPCallback):
+        raise PrivacyConfigError("train needs the privacy budget as a zoo.privacy.DPCallback")
+    if not isinstance(getattr(model, "privacy_ledger", None), PrivacyLedger):
+        model.privacy_ledger = PrivacyLedger()
+    parts = model.training_parts(datamodule)
+    resume = _resume_point(ckpt_path)
+    if resume is not None and len(parts) > 1:
+        raise PrivacyConfigError(
+            "resuming from a checkpoint works for models trained in one part; a model trained per class "
+            "restarts its plan (each part's ledger entries are kept only once it is saved)."
+        )
+    for part_index, (part, data) in enumerate(parts):
+        part.privacy_ledger = model.privacy_ledger  # one ledger: every part's entries land in the model's
+        stages = part.stages(data)
+        check_plan(stages, privacy)
+        for index, stage in enumerate(stages):
+            if resume is not None and index < resume:
+                continue
+            part.training_stage = {"part": part_index, "stage": index, "name": stage.name}
+            resume_here = ckpt_path if resume == index else None
+            _run(stage, part, data, privacy, list(callbacks), trainer_options, resume_here)
+        part.training_stage = None
+    return model
+
+
+def check_plan(stages: Sequence[Stage], privacy: DPCallback) -> None:
+    """At most one calibrated stage, and no stage after it spends budget: it is calibrated against
+    everything else the plan spends."""
+    calibrated = [i for i, s in enumerate(stages) if _calibrated(s, privacy)]
+    spending = [i for i, s in enumerate(stages) if isinstance(s, (Release, PrivateSteps))]
+    if len(calibrated) > 1:
+        names = [stages[i].name for i in calibrated]
+        raise PrivacyConfigError(f"one stage of a plan can be calibrated to the target ε, not {names}")
+    if calibrated and spending[-1] != calibrated[0]:
+        raise PrivacyConfigError(
+            f"stage {stages[spending[-1]].name!r} spends budget after the calibrated stage "
+            f"{stages[calibrated[0]].name!r}; put fixed-σ stages first"
+        )
+
+
+def _calibrated(stage: Stage, privacy: DPCallback) -> bool:
+    if isinstance(stage, Release):
+        return stage.calibrated
+    return isinstance(stage, PrivateSteps) and privacy.target_epsilon is not None
+
+
+def _resume_point(ckpt_path: str | None) -> int | None:
+    if ckpt_path is None:
+        return None
+    stage = torch.load(ckpt_path, map_location="cpu", weights_only=False).get(STAGE_KEY)
+    if stage is None:
+        raise PrivacyConfigError(f"{ckpt_path} was not written during a stage of zoo.stages.train; cannot resume it")
+    return int(stage["stage"])
+
+
+def _run(
+    stage: Stage,
+    model: Any,
+    datamodule: Any,
+    privacy: DPCallback,
+    callbacks: list[pl.Callback],
+    options: dict[str, Any],
+    ckpt_path: str | None,
+) -> None:
+    if isinstance(stage, Release):
+        stage.run(datamodule, ReleaseBudget(privacy, model.privacy_ledger, datamodule))
+        return
+    if stage.max_steps is not None:
+        options = {**options, "max_steps": stage.max_steps}
+    if isinstance(stage, PrivateSteps):
+        pl.Trainer(callbacks=[*callbacks, privacy.copy()], **options).fit(model, datamodule, ckpt_path=ckpt_path)
+    elif isinstance(stage, PublicSteps):
+        steps = options.get("max_steps", -1)
+        if steps is None or steps < 1:
+            raise PrivacyConfigError(f"public stage {stage.name!r} needs max_steps")
+        loader = DataLoader(range(steps), batch_size=None)
+        pl.Trainer(callbacks=callbacks, **options).fit(model, train_dataloaders=loader, ckpt_path=ckpt_path)
+    else:
+        released = _released_state(model)
+        pl.Trainer(callbacks=callbacks, **options).fit(model, datamodule, ckpt_path=ckpt_path)
+        _check_unchanged(released, _released_state(model), stage.name)
+
+
+def _released_state(model: Any) -> dict[str, Tensor]:
+    return {
+        f"{name}.{key}": value.detach().clone()
+        for name in model.released_modules
+        for key, value in getattr(model, name).state_dict().items()
+    }
+
+
+def _check_unchanged(before: dict[str, Tensor], after: dict[str, Tensor], stage: str) -> None:
+    changed = [key for key, value in before.items() if not torch.equal(value, after[key])]
+    if changed:
+        raise PrivacyConfigError(
+            f"helper stage {stage!r} trained without DP but changed released weights {changed[:5]}: only "
+            "never-released helpers may learn from private data outside a private stage"
+        )
