@@ -2,14 +2,20 @@
 
 Model: conv autoencoder [32, 64] + 9-block RealNVP (hidden 200) on a 20-d latent,
 28×28 inputs, batch 500 (Poisson with expected size 500 for the private runs).
-Prints the median step time per per-example-gradient mode and its ratio to non-private.
 
-    python benchmarks/dp_step_time.py [--steps 20] [--batch 500]
+On a shared machine one long run per mode measures the load as much as the mode, so the
+modes are interleaved: each round runs every mode for a few steps, in a rotating order, and
+the report gives, per mode, the median step time over all rounds, its spread (the 25th-75th
+percentile range) and the median of the per-round ratios to the non-private step of the same
+round. It prints how long it will take before starting.
+
+    python benchmarks/dp_step_time.py [--rounds 5] [--steps 6] [--batch 500]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import time
 import warnings
@@ -20,6 +26,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_modules.dp_lflow import DPLFlow
 from zoo.privacy import DPCallback, poisson_loader
+
+MODES = ("non-private", "ghost", "hooks", "functorch")
+WARM_UP_STEPS = 2
 
 
 class StepTimer(pl.Callback):
@@ -33,43 +42,63 @@ class StepTimer(pl.Callback):
         self.durations.append(time.perf_counter() - self._start)
 
 
-def median_step_seconds(loader: DataLoader, steps: int, callbacks: list[pl.Callback]) -> float:
+def step_seconds(mode: str, data: TensorDataset, batch: int, steps: int) -> list[float]:
+    """Step times of one short run of ``mode`` after its warm-up steps."""
     timer = StepTimer()
+    if mode == "non-private":
+        loader, callbacks = DataLoader(data, batch_size=batch, shuffle=True), []
+    else:
+        dp = DPCallback(noise_multiplier=1.0, max_grad_norm=0.1, per_example_mode=mode, dataset_id="benchmark")
+        loader, callbacks = poisson_loader(data, batch / len(data)), [dp]
     trainer = pl.Trainer(
-        max_steps=steps,
+        max_steps=steps + WARM_UP_STEPS,
         callbacks=[*callbacks, timer],
         accelerator="cpu",
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
+        log_every_n_steps=10**6,  # ε is computed once at the end, outside the timed steps' median
     )
     trainer.fit(DPLFlow(), train_dataloaders=loader)
-    return statistics.median(timer.durations[3:])  # skip warm-up steps
+    return timer.durations[WARM_UP_STEPS:-1]  # the last step also logs ε
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    q1, median, q3 = statistics.quantiles(values, n=4) if len(values) > 1 else (values[0],) * 3
+    return q1, median, q3
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=6, help="timed steps per mode and round")
     parser.add_argument("--batch", type=int, default=500)
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
+    logging.getLogger("pytorch_lightning").setLevel(logging.WARNING)
     torch.manual_seed(0)
     data = TensorDataset(torch.rand(10 * args.batch, 1, 28, 28), torch.zeros(10 * args.batch, dtype=torch.long))
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch}, {args.steps} steps")
-    baseline = median_step_seconds(DataLoader(data, batch_size=args.batch, shuffle=True), args.steps, [])
-    print(f"{'mode':<12}{'s/step':>10}{'× non-private':>16}")
-    print(f"{'non-private':<12}{baseline:>10.3f}{1.0:>16.2f}")
-    for mode in ("ghost", "hooks", "functorch"):
-        dp = DPCallback(noise_multiplier=1.0, max_grad_norm=0.1, per_example_mode=mode, dataset_id="benchmark")
-        seconds = median_step_seconds(poisson_loader(data, 0.1), args.steps, [dp])
-        print(f"{mode:<12}{seconds:>10.3f}{seconds / baseline:>16.2f}")
-    start = time.perf_counter()
-    epsilon = dp.epsilon
+    probe = statistics.median(step_seconds("ghost", data, args.batch, 2))
+    runs = args.rounds * len(MODES) * (args.steps + WARM_UP_STEPS + 1)
     print(
-        f"each DP step includes one exact ε evaluation (here ε = {epsilon:.2f}) by the {dp.accountant} "
-        f"accountant: {time.perf_counter() - start:.3f} s of the step"
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch}: {args.rounds} rounds × "
+        f"{len(MODES)} modes × {args.steps} timed steps; about {runs * probe * 1.5 / 60:.0f} minutes here"
     )
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    ratios: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for round_index in range(args.rounds):
+        order = MODES[round_index % len(MODES) :] + MODES[: round_index % len(MODES)]
+        medians = {mode: statistics.median(step_seconds(mode, data, args.batch, args.steps)) for mode in order}
+        for mode in MODES:
+            times[mode].append(medians[mode])
+            ratios[mode].append(medians[mode] / medians["non-private"])
+        print(f"round {round_index + 1}/{args.rounds}: " + ", ".join(f"{m} {medians[m]:.3f} s" for m in MODES))
+    print(f"\n{'mode':<12}{'median s/step':>15}{'25-75% range':>18}{'× non-private':>16}{'ratio range':>16}")
+    for mode in MODES:
+        q1, median, q3 = quartiles(times[mode])
+        r1, ratio, r3 = quartiles(ratios[mode])
+        print(f"{mode:<12}{median:>15.3f}{f'{q1:.3f}-{q3:.3f}':>18}{ratio:>16.2f}{f'{r1:.2f}-{r3:.2f}':>16}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ A method is a LightningModule that declares
 - how it generates (``generate``; ``sample`` adds the checks, seeding and batching) and,
   optionally, a density (``log_prob``);
 - a tiny recipe for the registry's contract test (``tiny_recipe``);
-- what it adds to its card (``display_name``, ``card_usage``, ``card_notes``) and its picture
+- what it adds to its card (``display_name``, ``card_tags``, ``card_usage``, ``card_notes``) and its picture
   (``sample_picture``).
 
 Shared code (cards, hub, CLI, evaluation) asks these and names no method.
@@ -105,6 +105,11 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
     def display_name(cls, config: dict[str, Any]) -> str:
         """The method as a card and ``zoo.list_models`` name it."""
         return str(config["method"])
+
+    @classmethod
+    def card_tags(cls, config: dict[str, Any]) -> list[str]:
+        """The card's method tags."""
+        return [str(config["method"])]
 
     @classmethod
     def card_usage(cls, config: dict[str, Any]) -> list[str]:

@@ -77,6 +77,10 @@ class PerClassModel(DPGenerativeModel):
         return f"{config['architecture']['base_method']} (one model per class)"
 
     @classmethod
+    def card_tags(cls, config: dict[str, Any]) -> list[str]:
+        return [str(config["method"]), str(config["architecture"]["base_method"])]
+
+    @classmethod
     def card_usage(cls, config: dict[str, Any]) -> list[str]:
         base = method_class(config["architecture"]["base_method"])
         return base.card_usage({**config, "architecture": config["architecture"]["base_architecture"]})

@@ -15,7 +15,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.layout import CARD_NAME, load_config
+from zoo.layout import load_config
 from zoo.privacy import PrivacyLedger
 from zoo.privacy.accounting import describe_accountant
 from zoo.registry import method_class
@@ -87,11 +87,10 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
     datasets = sorted({g["dataset"].split("/")[0] for g in privacy["guarantees"]})
     evaluation = config.get("evaluation") or {}
     results = evaluation.get("results", [])
-    names = [config["method"], config["architecture"].get("base_method")]
     data = ModelCardData(
         library_name="dpzoo",
         license=LICENSE,
-        tags=["differential-privacy", *[n for n in names if n], *datasets, "dpzoo"],
+        tags=["differential-privacy", *method.card_tags(config), *datasets, "dpzoo"],
         datasets=datasets,
         model_name=config["model_id"],
         eval_results=[EvalResult(**result) for result in results] or None,
@@ -170,10 +169,6 @@ def _composition_notes(privacy: dict[str, Any]) -> list[str]:
             "and later training is post-processing for the earlier data."
         )
     return notes
-
-
-def load_card(directory: str | Path) -> ModelCard:
-    return ModelCard.load(Path(directory) / CARD_NAME)
 
 
 def model_cards_index(checkpoints: Path) -> str:

@@ -15,6 +15,11 @@ from zoo.stages import train
 def check_finetunable(model: Any) -> None:
     """Fine-tuning needs every module the barrier privatises to be in the release."""
     barrier = PrivacyBarrier(model.privacy_barrier)
+    if barrier == PrivacyBarrier.ONE_SHOT_RELEASE:
+        raise PrivacyConfigError(
+            f"{model.method} releases one statistic of its data and fits a generator to it; there is no private "
+            "step to continue. Train a new model on the new data with zoo.train (its own release)."
+        )
     if barrier not in (PrivacyBarrier.PRIVATE_MODEL, PrivacyBarrier.PRIVATE_CRITIC):
         raise PrivacyConfigError(
             f"{model.method} uses barrier {barrier.value}: its private step needs modules that are never released "

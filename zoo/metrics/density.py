@@ -22,14 +22,17 @@ def _log_prob(model: Any, images: torch.Tensor, labels: torch.Tensor | None = No
 
 
 def ood_auroc(model: Any, dataset: str, label: int | None = None) -> dict[str, Any]:
-    """DP-LFlow §4.4: class k's model scores the whole test split; class-k images are
-    in-distribution, the rest out-of-distribution. AUROC per class and their mean."""
-    if label is not None or getattr(model, "num_classes", None) is None or not hasattr(model, "parts"):
-        raise ValueError(f"OOD AUROC needs one density model per class; {model.method} is not one")
+    """DP-LFlow §4.4: the whole test split scored by its log-likelihood under class k
+    (``log_prob(x, labels=k)``); class-k images are in-distribution, the rest out-of-distribution.
+    AUROC per class and their mean; needs a class-conditional density."""
+    if label is not None or getattr(model, "num_classes", None) is None or not hasattr(model, "log_prob"):
+        raise ValueError(
+            f"OOD AUROC needs a class-conditional density (log_prob(x, labels)); {model.method} is not one"
+        )
     images, labels = load_images(dataset, train=False)
     per_class = {}
-    for label, part in enumerate(model.parts):
-        scores = _log_prob(part, images)
+    for label in range(model.num_classes):
+        scores = _log_prob(model, images, torch.full_like(labels, label))
         per_class[label] = float(roc_auc_score((labels == label).numpy(), scores.numpy()))
     return {
         "value": statistics.fmean(per_class.values()),

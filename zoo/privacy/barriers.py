@@ -17,9 +17,6 @@ class PrivacyBarrier(str, Enum):
     PRIVATE_MODEL = "B4"  # DP-SGD on the released model itself (DP-LFlow, DP-NF, DP²-VAE)
 
 
-DP_SGD_BARRIERS = (PrivacyBarrier.PRIVATE_CRITIC, PrivacyBarrier.PRIVATE_MODEL)
-
-
 def declared_barrier(module: object) -> PrivacyBarrier:
     """The barrier a LightningModule declares in its ``privacy_barrier`` class attribute."""
     value = getattr(module, "privacy_barrier", None)

@@ -360,14 +360,6 @@ class DPCallback(pl.Callback):
         )
         return noisy
 
-    @staticmethod
-    def of(trainer: pl.Trainer) -> DPCallback:
-        """The DPCallback attached to ``trainer``."""
-        for callback in trainer.callbacks:  # type: ignore[attr-defined]
-            if isinstance(callback, DPCallback):
-                return callback
-        raise PrivacyConfigError("this trainer has no DPCallback")
-
     # ---------------------------------------------------------- checkpointing
     def state_dict(self) -> dict[str, Any]:
         active = None if self.entry is None else self.ledger.entries.index(self.entry)
