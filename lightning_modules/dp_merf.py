@@ -110,6 +110,16 @@ class DPMERF(DPGenerativeModel):
         return self.generator(code, labels.to(self.device))
 
     @classmethod
+    def card_notes(cls, config: dict[str, Any]) -> list[str]:
+        arch = config["architecture"]
+        return [
+            f"Stages: the class-conditional embedding of {arch['features']:,} random Fourier features (kernel width "
+            f"{arch['kernel_width']:.3g}, frequencies drawn from seed {arch['feature_seed']}) released once; then the "
+            "generator fitted to it without reading the data again (post-processing). The released embedding is "
+            "not part of this folder."
+        ]
+
+    @classmethod
     def tiny_recipe(cls) -> TinyRecipe:
         return TinyRecipe(
             architecture=dict(

@@ -30,8 +30,9 @@ BARRIERS = {
 }
 #: what the guarantee does not hide, as in Opacus
 PUBLIC_INFORMATION = (
-    "the number of training records (of each part, for models trained per class): the ledger records it and "
-    "DP-SGD divides its noisy sum by the expected batch size q·N"
+    "the number of training records (of each part, for models trained per class): the ledger records it, and "
+    "the mechanisms normalise by it (DP-SGD divides its noisy sum by the expected batch size q·N, a released sum "
+    "is divided by N)"
 )
 #: what the guarantee covers
 COVERAGE = (
