@@ -79,21 +79,25 @@ def main() -> None:
     logging.getLogger("pytorch_lightning").setLevel(logging.WARNING)
     torch.manual_seed(0)
     data = TensorDataset(torch.rand(10 * args.batch, 1, 28, 28), torch.zeros(10 * args.batch, dtype=torch.long))
-    probe = statistics.median(step_seconds("ghost", data, args.batch, 2))
-    runs = args.rounds * len(MODES) * (args.steps + WARM_UP_STEPS + 1)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch}: {args.rounds} rounds × "
-        f"{len(MODES)} modes × {args.steps} timed steps; about {runs * probe * 1.5 / 60:.0f} minutes here"
+        f"{len(MODES)} modes × {args.steps} timed steps (on 2 CPU cores about 1.5 minutes per round at batch 500; "
+        "the time left is printed after each round)"
     )
     times: dict[str, list[float]] = {mode: [] for mode in MODES}
     ratios: dict[str, list[float]] = {mode: [] for mode in MODES}
+    start = time.perf_counter()
     for round_index in range(args.rounds):
         order = MODES[round_index % len(MODES) :] + MODES[: round_index % len(MODES)]
         medians = {mode: statistics.median(step_seconds(mode, data, args.batch, args.steps)) for mode in order}
         for mode in MODES:
             times[mode].append(medians[mode])
             ratios[mode].append(medians[mode] / medians["non-private"])
-        print(f"round {round_index + 1}/{args.rounds}: " + ", ".join(f"{m} {medians[m]:.3f} s" for m in MODES))
+        left = (time.perf_counter() - start) / (round_index + 1) * (args.rounds - round_index - 1) / 60
+        print(
+            f"round {round_index + 1}/{args.rounds}: " + ", ".join(f"{m} {medians[m]:.3f} s" for m in MODES)
+            + f"; about {left:.1f} min left"
+        )
     print(f"\n{'mode':<12}{'median s/step':>15}{'25-75% range':>18}{'× non-private':>16}{'ratio range':>16}")
     for mode in MODES:
         q1, median, q3 = quartiles(times[mode])

@@ -4,7 +4,7 @@ A card's (ε, δ) covers everything the card, config.json, MODEL_CARDS.md and th
 publish. Numbers computed from the released weights, their samples and data outside the
 protected set (the test split, the held-out validation images) are post-processing and free.
 A metric that reads the protected training records outside the model's ledger is a *local
-diagnostic*: it runs and prints, but ``--write-card`` (``zoo.hub.record_evaluation``) refuses
+diagnostic*: it runs and prints, but ``--write-card`` (``zoo.metrics.record_evaluation``) refuses
 to publish it.
 """
 
