@@ -95,7 +95,8 @@ def main() -> None:
             ratios[mode].append(medians[mode] / medians["non-private"])
         left = (time.perf_counter() - start) / (round_index + 1) * (args.rounds - round_index - 1) / 60
         print(
-            f"round {round_index + 1}/{args.rounds}: " + ", ".join(f"{m} {medians[m]:.3f} s" for m in MODES)
+            f"round {round_index + 1}/{args.rounds}: "
+            + ", ".join(f"{m} {medians[m]:.3f} s" for m in MODES)
             + f"; about {left:.1f} min left"
         )
     print(f"\n{'mode':<12}{'median s/step':>15}{'25-75% range':>18}{'× non-private':>16}{'ratio range':>16}")
