@@ -127,8 +127,8 @@ def train(
     resume = _resume_point(ckpt_path)
     if resume is not None and len(parts) > 1:
         raise PrivacyConfigError(
-            "resuming from a checkpoint works for models trained in one part; a model trained per class "
-            "restarts its plan (each part's ledger entries are kept only once it is saved)."
+            "resuming from a checkpoint works for models trained in one part; a model trained per class cannot "
+            "resume mid-plan yet (a checkpoint holds one part): restart its training."
         )
     for part_index, (part, data) in enumerate(parts):
         part.privacy_ledger = model.privacy_ledger  # one ledger: every part's entries land in the model's
