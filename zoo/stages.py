@@ -17,6 +17,10 @@ stage (a Release with ``calibrated=True``, or PrivateSteps under a DPCallback wi
 comes last among the stages that spend budget, so it is calibrated against everything else.
 Every Lightning checkpoint of a stage records which stage it is; ``train(..., ckpt_path=...)``
 skips the stages before it and resumes that one.
+
+Under DDP every rank runs the plan. A Release stage writes what it released into buffers, which
+DDP broadcasts from rank 0 before every forward pass: only rank 0's release is ever used, saved
+and in its ledger, and the other ranks' draws never leave their process.
 """
 
 from __future__ import annotations
