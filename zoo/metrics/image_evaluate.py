@@ -32,7 +32,8 @@ def evaluate_images(
     audit_size: int = 2000,
 ) -> dict[str, Any]:
     """torch-fidelity metrics and CAS on ``num_samples`` samples (default 10,000) against the test
-    split, densities of the test split, and the membership audit (a local diagnostic); see ``zoo.evaluate``."""
+    split, densities of the test split, and the membership audit (a local diagnostic); see ``zoo.evaluate``.
+    ``figures`` is part of the evaluator interface; images add none (samples.png shows them)."""
     num_samples = num_samples or 10_000
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:

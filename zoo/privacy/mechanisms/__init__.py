@@ -18,14 +18,14 @@ from zoo.privacy.mechanisms.output_sanitizer import GradientSanitizer, OutputGra
 from zoo.privacy.mechanisms.private_helpers import PrivateHelpers, step_noise_multiplier, step_sensitivity
 
 #: the mechanism that makes each training step private, by the barrier a module declares
-TRAINING_MECHANISMS: dict[PrivacyBarrier, type] = {
+TRAINING_MECHANISMS: dict[PrivacyBarrier, type[TrainingMechanism]] = {
     PrivacyBarrier.PRIVATE_CRITIC: PerExampleDPSGD,
     PrivacyBarrier.PRIVATE_MODEL: PerExampleDPSGD,
     PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT: OutputGradientSanitizer,
 }
 
 
-def training_mechanism(barrier: PrivacyBarrier) -> type:
+def training_mechanism(barrier: PrivacyBarrier) -> type[TrainingMechanism]:
     """The mechanism class that privatises training steps behind ``barrier``."""
     try:
         return TRAINING_MECHANISMS[barrier]

@@ -9,7 +9,7 @@ an auditor needs to check that argument.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import pytorch_lightning as pl
 import torch
@@ -24,32 +24,47 @@ class Sampling:
     sample_rate: float
 
 
-class TrainingMechanism(Protocol):
+class TrainingMechanism:
+    """Base of the mechanisms applied inside training steps; the hooks a mechanism does not need
+    are no-ops here."""
+
     #: the mechanism's name in the ledger
     name: str
+    #: the per-example gradient engine, for the ledger (None when the mechanism has none)
+    per_example_gradients: str | None = None
 
     def sampling(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Sampling:
         """Check the sampling the accountant assumes and report it."""
+        raise NotImplementedError
 
     def accounted_noise_multiplier(self, noise_multiplier: float) -> float:
         """The accountant's noise multiplier (noise std over the step's sensitivity) for a user's σ."""
+        raise NotImplementedError
 
     def ledger_parameters(self, accounted: float) -> dict[str, Any]:
         """What an auditor needs beyond (σ, C, q, steps) to check the sensitivity argument."""
+        return {}
 
     def start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, accounted: float) -> None:
         """Prepare the first step, noise at the accountant's multiplier ``accounted``."""
+        raise NotImplementedError
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch_idx: int) -> None: ...
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch_idx: int) -> None:
+        pass
 
-    def on_before_backward(self) -> None: ...
+    def on_before_backward(self) -> None:
+        pass
 
-    def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None: ...
+    def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        pass
 
     def is_private_step(self, optimizer: torch.optim.Optimizer) -> bool:
         """Whether this optimizer step releases something computed from private data."""
+        raise NotImplementedError
 
     def privatise_step(self, optimizer: torch.optim.Optimizer) -> None:
         """Make the step private (its gradients clipped and noised); called once the budget allows it."""
+        raise NotImplementedError
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        pass

@@ -26,13 +26,13 @@ from torch import Tensor, nn
 
 from zoo.privacy.barriers import declared_private_modules
 from zoo.privacy.errors import PrivacyConfigError
-from zoo.privacy.mechanisms.base import Sampling
+from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.per_example import create_engine
 from zoo.privacy.sampling import poisson_batches_of
 from zoo.privacy.validation import check_private_modules
 
 
-class PerExampleDPSGD:
+class PerExampleDPSGD(TrainingMechanism):
     name = "subsampled_gaussian"
 
     def __init__(

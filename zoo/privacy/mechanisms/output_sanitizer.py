@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from zoo.privacy.errors import PrivacyConfigError
-from zoo.privacy.mechanisms.base import Sampling
+from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.private_helpers import step_noise_multiplier, step_sensitivity
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_positive, check_sample_rate
@@ -35,13 +35,12 @@ def row_noise_multiplier(accounted: float, rows_per_step: int) -> float:
     return accounted * step_sensitivity(1.0, rows_per_step, "rows")
 
 
-class OutputGradientSanitizer:
+class OutputGradientSanitizer(TrainingMechanism):
     """The B3 mechanism under DPCallback. The module declares ``sanitizer_sample_rate`` (γ),
     ``sanitized_rows_per_step`` (B) and ``private_dataset_size``, and passes each generated
     batch through ``self.gradient_sanitizer`` before its critic."""
 
     name = "sanitized_output_gradient"
-    per_example_gradients = None
 
     def __init__(
         self,
@@ -91,15 +90,6 @@ class OutputGradientSanitizer:
         self._rows_at_last_step = 0
         pl_module.gradient_sanitizer = self.sanitizer
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch_idx: int) -> None:
-        pass
-
-    def on_before_backward(self) -> None:
-        pass
-
-    def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        pass
-
     def is_private_step(self, optimizer: torch.optim.Optimizer) -> bool:
         """A step is private when sanitised rows reached it (a critic's optimizer steps without any)."""
         return self.sanitizer is not None and self.sanitizer.rows_sanitized > self._rows_at_last_step
@@ -114,9 +104,6 @@ class OutputGradientSanitizer:
                 f"{self.rows_per_step}: the step's sensitivity 2·C·sqrt(rows) would exceed the accounted one."
             )
         self._rows_at_last_step = self.sanitizer.rows_sanitized
-
-    def close(self) -> None:
-        pass
 
 
 class GradientSanitizer:
