@@ -12,6 +12,10 @@ parts trained on disjoint data (one model per class), its parts (``training_part
 - :class:`HelperSteps`: a fit that trains never-released helpers on the private data without
   DP (their cost is accounted when private steps query them); the released modules must not change.
 
+A private or helper stage with ``through_helpers=True`` does not draw batches: the module reads
+the private data itself, each helper its own part (GS-WGAN's critics), so its steps receive their
+index and ``trainer.datamodule.private`` is the datamodule (:class:`StepIndexData`).
+
 σ is calibrated for the whole plan: stages with a fixed σ come first and the one calibrated
 stage (a Release with ``calibrated=True``, or PrivateSteps under a DPCallback with a target ε)
 comes last among the stages that spend budget, so it is calibrated against everything else.
@@ -85,10 +89,12 @@ class Release:
 
 @dataclass(frozen=True)
 class PrivateSteps:
-    """Lightning steps under DPCallback on the private data; ``max_steps`` None: the trainer's."""
+    """Lightning steps under DPCallback on the private data; ``max_steps`` None: the trainer's.
+    ``through_helpers``: the steps receive their index and reach the data only through helpers."""
 
     name: str = "private training"
     max_steps: int | None = None
+    through_helpers: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,10 +107,35 @@ class PublicSteps:
 
 @dataclass(frozen=True)
 class HelperSteps:
-    """Lightning steps training never-released helpers on the private data without DP."""
+    """Lightning steps training never-released helpers on the private data without DP.
+    ``through_helpers``: the steps receive their index and each helper reads its own part."""
 
     name: str
     max_steps: int | None = None
+    through_helpers: bool = False
+
+
+class StepIndexData(pl.LightningDataModule):
+    """Serves step indices 0..steps-1 for a stage whose module reads the private data itself
+    (``private``); names that data for the ledger like the datamodule it wraps."""
+
+    def __init__(self, private: Any, steps: int) -> None:
+        super().__init__()
+        self.private, self.steps = private, steps
+
+    @property
+    def dataset_id(self) -> str | None:
+        return getattr(self.private, "dataset_id", None)
+
+    @property
+    def partition_of(self) -> str | None:
+        return getattr(self.private, "partition_of", None)
+
+    def setup(self, stage: str) -> None:
+        self.private.setup(stage)
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(range(self.steps), batch_size=None)
 
 
 Stage = Release | PrivateSteps | PublicSteps | HelperSteps
@@ -192,18 +223,25 @@ def _run(
         return
     if stage.max_steps is not None:
         options = {**options, "max_steps": stage.max_steps}
+    if isinstance(stage, PublicSteps):
+        loader = DataLoader(range(_planned_steps(stage, options)), batch_size=None)
+        pl.Trainer(callbacks=callbacks, **options).fit(model, train_dataloaders=loader, ckpt_path=ckpt_path)
+        return
+    if stage.through_helpers:
+        datamodule = StepIndexData(datamodule, _planned_steps(stage, options))
     if isinstance(stage, PrivateSteps):
         pl.Trainer(callbacks=[*callbacks, privacy.copy()], **options).fit(model, datamodule, ckpt_path=ckpt_path)
-    elif isinstance(stage, PublicSteps):
-        steps = options.get("max_steps", -1)
-        if steps is None or steps < 1:
-            raise PrivacyConfigError(f"public stage {stage.name!r} needs max_steps")
-        loader = DataLoader(range(steps), batch_size=None)
-        pl.Trainer(callbacks=callbacks, **options).fit(model, train_dataloaders=loader, ckpt_path=ckpt_path)
     else:
         released = _released_state(model)
         pl.Trainer(callbacks=callbacks, **options).fit(model, datamodule, ckpt_path=ckpt_path)
         _check_unchanged(released, _released_state(model), stage.name)
+
+
+def _planned_steps(stage: Stage, options: dict[str, Any]) -> int:
+    steps = options.get("max_steps", -1)
+    if steps is None or steps < 1:
+        raise PrivacyConfigError(f"stage {stage.name!r} serves step indices and needs max_steps")
+    return int(steps)
 
 
 def _released_state(model: Any) -> dict[str, Tensor]:

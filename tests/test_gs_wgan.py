@@ -1,0 +1,127 @@
+"""GS-WGAN: critics on per-record parts, never released; the generator learns only through the
+sanitiser; its ε recomputed from what a run did."""
+
+import dp_accounting
+import pytest
+import torch
+from dp_accounting import pld
+from safetensors.torch import load_file
+
+from lightning_modules.base import toy_images
+from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_epsilon, split_among_critics
+from zoo.hub import save_pretrained
+from zoo.privacy import DPCallback, GradientSanitizer, PrivateHelpers, epsilon_spent
+from zoo.stages import train
+
+QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
+
+
+def tiny_gs_wgan(**overrides) -> GSWGAN:
+    torch.manual_seed(0)
+    return GSWGAN(**{**GSWGAN.tiny_recipe().architecture, **overrides})
+
+
+def toy_data():
+    return toy_images(size=28)
+
+
+def test_removing_a_record_changes_only_its_critics_part():
+    images, labels = toy_data().train_set.tensors
+    helpers, key = PrivateHelpers(4), b"k" * 16
+    parts = split_among_critics(images, labels, helpers, key)
+    removed = 17
+    keep = torch.arange(len(images)) != removed
+    after = split_among_critics(images[keep], labels[keep], helpers, key)
+    owner = next(k for k, (members, _) in enumerate(parts) if (members == images[removed]).all((1, 2, 3)).any())
+    for k, ((before_images, _), (after_images, _)) in enumerate(zip(parts, after, strict=True)):
+        if k == owner:
+            assert len(after_images) == len(before_images) - 1
+        else:
+            assert torch.equal(before_images, after_images)
+
+
+def test_too_many_critics_for_the_records_is_refused_clearly():
+    images, labels = toy_data().train_set.tensors
+    with pytest.raises(ValueError, match="critics got no records.*use fewer critics"):
+        split_among_critics(images, labels, PrivateHelpers(len(images) * 10))
+
+
+def test_critics_never_appear_in_the_released_weights(tmp_path):
+    model = tiny_gs_wgan()
+    train(model, toy_data(), DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    released = load_file(str(save_pretrained(model, tmp_path / "m") / "model.safetensors"))
+    assert set(released) == {f"generator.{key}" for key in model.generator.state_dict()}
+    assert all(name not in key for key in released for name in ("critic", "scratch", "trained"))
+
+
+def test_the_generator_learns_only_through_the_sanitiser(monkeypatch):
+    """With the sanitiser's output replaced by zeros, private steps leave the generator exactly as
+    it was while the critics keep training: no other path from the data reaches it."""
+    monkeypatch.setattr(GradientSanitizer, "sanitize_gradient", lambda self, grad: torch.zeros_like(grad))
+    at_private_start = {}
+    original = GSWGAN.on_train_start
+
+    def snapshot_then_start(self):
+        original(self)
+        if self.training_stage["name"] != PRETRAINING:
+            at_private_start["generator"] = {k: v.clone() for k, v in self.trained_generator.state_dict().items()}
+            at_private_start["critics"] = {k: v.clone() for k, v in self.critics.state_dict().items()}
+
+    monkeypatch.setattr(GSWGAN, "on_train_start", snapshot_then_start)
+    model = tiny_gs_wgan(pretrain_steps=1)
+    train(model, toy_data(), DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
+    generator, critics = at_private_start["generator"], at_private_start["critics"]
+    assert all(torch.equal(value, generator[key]) for key, value in model.trained_generator.state_dict().items())
+    assert any(not torch.equal(value, critics[key]) for key, value in model.critics.state_dict().items())
+
+
+def test_epsilon_recomputed_from_first_principles_by_a_second_accountant(monkeypatch):
+    """From what the run did (rows per step, clip C, the noise it added, 1/K, T) and the theorem
+    (every row of a step may move by 2C), Google's PLD accountant gives the ledger's ε; the official
+    per-row composition is far lower."""
+    received = []
+    sanitize = GradientSanitizer.sanitize_gradient
+
+    def recording(self, grad):
+        out = sanitize(self, grad)
+        received.append(out.detach() * len(grad))  # undo the mean reduction's 1/B
+        return out
+
+    monkeypatch.setattr(GradientSanitizer, "sanitize_gradient", recording)
+    sigma_row, clip, critics, rows, steps = 8.0, 0.5, 3, 16, 20
+    model = tiny_gs_wgan(critics=critics, batch_size=rows)
+    privacy = DPCallback(noise_multiplier=sigma_row, max_grad_norm=clip, accountant="prv")
+    train(model, toy_data(), privacy, max_steps=steps, **QUIET)
+    (entry,) = model.privacy_ledger.entries
+    assert entry.dataset_id == "toy-images" and entry.steps == steps == len(received)
+    assert all(len(r) == rows for r in received)
+    noise_std = torch.cat(received).std().item()
+    assert noise_std == pytest.approx(sigma_row * clip, rel=0.03)
+    event = dp_accounting.PoissonSampledDpEvent(
+        1 / critics, dp_accounting.GaussianDpEvent(noise_std / (2 * clip * rows**0.5))
+    )
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-3)
+    accountant.compose(dp_accounting.SelfComposedDpEvent(event, steps))
+    reference = accountant.get_epsilon(1e-5)
+    assert entry.sample_rate == pytest.approx(1 / critics)
+    assert model.privacy_ledger.epsilon(entry.dataset_id, 1e-5, "prv") == pytest.approx(reference, rel=0.05)
+    official = official_accounting_epsilon(entry.to_dict())
+    assert official == pytest.approx(epsilon_spent([(sigma_row, 1 / critics, steps * rows)], 1e-5, "rdp"))
+    assert official < reference / 3
+
+
+def test_card_shows_the_official_accounting_beside_the_sound_guarantee(tmp_path):
+    model = tiny_gs_wgan()
+    train(model, toy_data(), DPCallback(target_epsilon=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    card = (save_pretrained(model, tmp_path / "m") / "README.md").read_text()
+    assert "(ε = 5" in card or "(ε = 4." in card
+    assert "would print ε =" in card and "That is not a guarantee" in card
+
+
+def test_trainer_fit_alone_is_refused():
+    import pytorch_lightning as pl
+
+    from zoo.privacy import PrivacyConfigError
+
+    with pytest.raises(PrivacyConfigError, match="trains in stages"):
+        pl.Trainer(max_steps=1, callbacks=[DPCallback(noise_multiplier=1.0)], **QUIET).fit(tiny_gs_wgan(), toy_data())
