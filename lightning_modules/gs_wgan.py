@@ -28,11 +28,14 @@ from torch import Tensor
 from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
 from lightning_modules.nets.dcgan import GENERATORS, IMAGE_SHAPE, DCGANCritic
 from zoo.privacy import PrivacyBarrier, PrivacyConfigError, PrivateHelpers, epsilon_spent
+from zoo.privacy.partition import new_partition_key
 from zoo.privacy.randomness import private_generator
 from zoo.registry import register_method
 from zoo.stages import HelperSteps, PrivateSteps, Stage
 
 PRETRAINING = "pretrain each critic on its part"
+#: where a Lightning checkpoint keeps the key that assigns records to critics
+PARTITION_KEY = "gs_wgan_partition_key"
 
 
 @register_method
@@ -78,11 +81,10 @@ class GSWGAN(DPGenerativeModel):
         self.trained_generator = GENERATORS[generator](code_dim, num_classes, generator_width)
         self.generator = copy.deepcopy(self.trained_generator).requires_grad_(False)
         self.scratch_generator = copy.deepcopy(self.trained_generator)
-        self.critics = torch.nn.ModuleList(
-            DCGANCritic(num_classes, critic_width, spectral_norm) for _ in range(critics)
-        )
+        self.critics = torch.nn.ModuleList()  # built for training only (configure_model): sampling needs none
         self._scratch_start = copy.deepcopy(self.scratch_generator.state_dict())
         self._parts: list[tuple[Tensor, Tensor]] | None = None
+        self._partition_key = new_partition_key()
         self._critic_draws: torch.Generator | None = None
 
     # ----------------------------------------------------- what B3 accounts
@@ -109,6 +111,23 @@ class GSWGAN(DPGenerativeModel):
             PrivateSteps("generator steps through sanitised critic gradients", through_helpers=True),
         ]
 
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """A resumed plan must give each critic the same part: the key goes into the (local) checkpoint."""
+        super().on_save_checkpoint(checkpoint)
+        checkpoint[PARTITION_KEY] = self._partition_key
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
+        if PARTITION_KEY in checkpoint:
+            self._partition_key, self._parts = checkpoint[PARTITION_KEY], None
+
+    def configure_model(self) -> None:
+        if not self.critics:
+            arch = self.hparams
+            self.critics.extend(
+                DCGANCritic(arch.num_classes, arch.critic_width, arch.spectral_norm) for _ in range(arch.critics)
+            )
+
     def on_train_start(self) -> None:
         self._critic_draws = private_generator()
 
@@ -124,7 +143,7 @@ class GSWGAN(DPGenerativeModel):
             images, labels = data.train_set.tensors
             if tuple(images.shape[1:]) != IMAGE_SHAPE:
                 raise ValueError(f"GS-WGAN's DCGAN networks take {IMAGE_SHAPE} images, got {tuple(images.shape[1:])}")
-            self._parts = split_among_critics(images, labels, self.helpers)
+            self._parts = split_among_critics(images, labels, self.helpers, self._partition_key)
         return self._parts
 
     # -------------------------------------------------------------- training

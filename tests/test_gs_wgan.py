@@ -40,6 +40,22 @@ def test_removing_a_record_changes_only_its_critics_part():
             assert torch.equal(before_images, after_images)
 
 
+def test_a_resumed_plan_gives_each_critic_the_same_part(tmp_path):
+    """Critics keep training on their parts after a resume: the assignment key travels in the
+    Lightning checkpoint (a fresh key would give a critic records of two parts)."""
+    import pytorch_lightning as pl
+
+    saved = tiny_gs_wgan(pretrain_steps=1)
+    checkpoint = pl.callbacks.ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)
+    privacy = DPCallback(noise_multiplier=5.0, accountant="rdp")
+    train(saved, toy_data(), privacy, callbacks=[checkpoint], max_steps=4, **{**QUIET, "enable_checkpointing": True})
+    resumed = tiny_gs_wgan(pretrain_steps=1)
+    last = sorted(tmp_path.glob("*.ckpt"))[-1]
+    train(resumed, toy_data(), privacy, ckpt_path=str(last), max_steps=6, **QUIET)
+    for (before, _), (after, _) in zip(saved._critic_parts(), resumed._critic_parts(), strict=True):
+        assert torch.equal(before, after)
+
+
 def test_too_many_critics_for_the_records_is_refused_clearly():
     images, labels = toy_data().train_set.tensors
     with pytest.raises(ValueError, match="critics got no records.*use fewer critics"):
