@@ -129,6 +129,11 @@ class GSWGAN(DPGenerativeModel):
             )
 
     def on_train_start(self) -> None:
+        if self.trainer.world_size > 1:
+            raise PrivacyConfigError(
+                "GS-WGAN trains on one device: under DDP each process would query its own critic and the "
+                "all-reduced generator step would answer several critics with more rows than the accounting assumes."
+            )
         self._critic_draws = private_generator()
 
     def _critic_parts(self) -> list[tuple[Tensor, Tensor]]:

@@ -1,8 +1,11 @@
 """GS-WGAN: critics on per-record parts, never released; the generator learns only through the
 sanitiser; its ε recomputed from what a run did."""
 
+from types import SimpleNamespace
+
 import dp_accounting
 import pytest
+import pytorch_lightning as pl
 import torch
 from dp_accounting import pld
 from safetensors.torch import load_file
@@ -10,7 +13,7 @@ from safetensors.torch import load_file
 from lightning_modules.base import toy_images
 from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_epsilon, split_among_critics
 from zoo.hub import save_pretrained
-from zoo.privacy import DPCallback, GradientSanitizer, PrivateHelpers, epsilon_spent
+from zoo.privacy import DPCallback, GradientSanitizer, PrivacyConfigError, PrivateHelpers, epsilon_spent
 from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -43,8 +46,6 @@ def test_removing_a_record_changes_only_its_critics_part():
 def test_a_resumed_plan_gives_each_critic_the_same_part(tmp_path):
     """Critics keep training on their parts after a resume: the assignment key travels in the
     Lightning checkpoint (a fresh key would give a critic records of two parts)."""
-    import pytorch_lightning as pl
-
     saved = tiny_gs_wgan(pretrain_steps=1)
     checkpoint = pl.callbacks.ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)
     privacy = DPCallback(noise_multiplier=5.0, accountant="rdp")
@@ -135,9 +136,21 @@ def test_card_shows_the_official_accounting_beside_the_sound_guarantee(tmp_path)
 
 
 def test_trainer_fit_alone_is_refused():
-    import pytorch_lightning as pl
-
-    from zoo.privacy import PrivacyConfigError
-
     with pytest.raises(PrivacyConfigError, match="trains in stages"):
         pl.Trainer(max_steps=1, callbacks=[DPCallback(noise_multiplier=1.0)], **QUIET).fit(tiny_gs_wgan(), toy_data())
+
+
+def test_bad_settings_and_data_are_refused_clearly():
+    with pytest.raises(ValueError, match="generator must be one of"):
+        GSWGAN(generator="stylegan")
+    with pytest.raises(ValueError, match="positive integers"):
+        GSWGAN(critics=0)
+    with pytest.raises(ValueError, match=r"take \(1, 28, 28\) images, got \(1, 8, 8\)"):
+        train(tiny_gs_wgan(), toy_images(size=8), DPCallback(noise_multiplier=5.0), max_steps=2, **QUIET)
+
+
+def test_several_processes_are_refused(monkeypatch):
+    model = tiny_gs_wgan()
+    monkeypatch.setattr(type(model), "trainer", SimpleNamespace(world_size=2))
+    with pytest.raises(PrivacyConfigError, match="one device"):
+        model.on_train_start()
