@@ -167,7 +167,8 @@ class GSWGAN(DPGenerativeModel):
             scratch_optimizer.optimizer.state.clear()
         critic = self.critics[critic_index]
         for _ in range(self.hparams.critic_steps):
-            self._critic_update(critic, critic_index, self.scratch_generator, critic_optimizer.optimizer)
+            critic_loss = self._critic_update(critic, critic_index, self.scratch_generator, critic_optimizer.optimizer)
+        self.log("critic_loss", critic_loss, prog_bar=True)
         self._generator_update(critic, self.scratch_generator, scratch_optimizer, sanitise=False)
 
     def _private_step(self) -> None:
@@ -175,15 +176,16 @@ class GSWGAN(DPGenerativeModel):
         critic_index = int(torch.randint(self.hparams.critics, (1,), generator=self._critic_draws))
         critic = self.critics[critic_index]
         for _ in range(self.hparams.critic_steps):
-            self._critic_update(critic, critic_index, self.trained_generator, critic_optimizer.optimizer)
+            critic_loss = self._critic_update(critic, critic_index, self.trained_generator, critic_optimizer.optimizer)
+        self.log("critic_loss", critic_loss, prog_bar=True)
         self._generator_update(critic, self.trained_generator, generator_optimizer, sanitise=True)
         self._update_average()
 
     def _critic_update(
         self, critic: DCGANCritic, index: int, generator: torch.nn.Module, optimizer: torch.optim.Optimizer
-    ) -> None:
+    ) -> Tensor:
         """WGAN-GP critic step on a batch of its own part (raw optimizer: a training step counts
-        once, at its generator update)."""
+        once, at its generator update); returns the detached loss."""
         images, labels = self._critic_parts()[index]
         chosen = torch.randint(len(images), (min(self.hparams.batch_size, len(images)),))
         real, real_labels = images[chosen].to(self.device), labels[chosen].to(self.device)
@@ -199,7 +201,7 @@ class GSWGAN(DPGenerativeModel):
         optimizer.zero_grad(set_to_none=True)
         self.manual_backward(loss)
         optimizer.step()
-        self.log("critic_loss", loss.detach(), prog_bar=True)
+        return loss.detach()
 
     def _generator_update(
         self, critic: DCGANCritic, generator: torch.nn.Module, optimizer: Any, sanitise: bool

@@ -25,7 +25,7 @@ def tiny_gs_wgan(**overrides) -> GSWGAN:
 
 
 def toy_data():
-    return toy_images(size=28)
+    return GSWGAN.tiny_recipe().data()
 
 
 def test_removing_a_record_changes_only_its_critics_part():
