@@ -26,20 +26,17 @@ import torch
 from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
+from lightning_modules.helper_parts import HelperParts
 from lightning_modules.nets.dcgan import GENERATORS, IMAGE_SHAPE, DCGANCritic
-from zoo.privacy import PrivacyBarrier, PrivacyConfigError, PrivateHelpers, epsilon_spent
-from zoo.privacy.partition import new_partition_key
-from zoo.privacy.randomness import private_generator
+from zoo.privacy import PrivacyBarrier, epsilon_spent
 from zoo.registry import register_method
 from zoo.stages import HelperSteps, PrivateSteps, Stage
 
 PRETRAINING = "pretrain each critic on its part"
-#: where a Lightning checkpoint keeps the key that assigns records to critics
-PARTITION_KEY = "gs_wgan_partition_key"
 
 
 @register_method
-class GSWGAN(DPGenerativeModel):
+class GSWGAN(HelperParts, DPGenerativeModel):
     method = "gs-wgan"
     privacy_barrier = PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT
     #: the moving average of the trained generator (official netGS)
@@ -77,15 +74,12 @@ class GSWGAN(DPGenerativeModel):
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.automatic_optimization = False
-        self.helpers = PrivateHelpers(critics)
+        self.init_helper_parts(critics)
         self.trained_generator = GENERATORS[generator](code_dim, num_classes, generator_width)
         self.generator = copy.deepcopy(self.trained_generator).requires_grad_(False)
         self.scratch_generator = copy.deepcopy(self.trained_generator)
         self.critics = torch.nn.ModuleList()  # built for training only (configure_model): sampling needs none
         self._scratch_start = copy.deepcopy(self.scratch_generator.state_dict())
-        self._parts: list[tuple[Tensor, Tensor]] | None = None
-        self._partition_key = new_partition_key()
-        self._critic_draws: torch.Generator | None = None
 
     # ----------------------------------------------------- what B3 accounts
     @property
@@ -95,10 +89,6 @@ class GSWGAN(DPGenerativeModel):
     @property
     def sanitized_rows_per_step(self) -> int:
         return self.hparams.batch_size
-
-    @property
-    def private_dataset_size(self) -> int:
-        return sum(len(images) for images, _ in self._critic_parts())
 
     # ------------------------------------------------------------- the plan
     def stages(self, datamodule: Any) -> list[Stage]:
@@ -111,16 +101,6 @@ class GSWGAN(DPGenerativeModel):
             PrivateSteps("generator steps through sanitised critic gradients", through_helpers=True),
         ]
 
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """A resumed plan must give each critic the same part: the key goes into the (local) checkpoint."""
-        super().on_save_checkpoint(checkpoint)
-        checkpoint[PARTITION_KEY] = self._partition_key
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)
-        if PARTITION_KEY in checkpoint:
-            self._partition_key, self._parts = checkpoint[PARTITION_KEY], None
-
     def configure_model(self) -> None:
         if not self.critics:
             arch = self.hparams
@@ -128,28 +108,9 @@ class GSWGAN(DPGenerativeModel):
                 DCGANCritic(arch.num_classes, arch.critic_width, arch.spectral_norm) for _ in range(arch.critics)
             )
 
-    def on_train_start(self) -> None:
-        if self.trainer.world_size > 1:
-            raise PrivacyConfigError(
-                "GS-WGAN trains on one device: under DDP each process would query its own critic and the "
-                "all-reduced generator step would answer several critics with more rows than the accounting assumes."
-            )
-        self._critic_draws = private_generator()
-
-    def _critic_parts(self) -> list[tuple[Tensor, Tensor]]:
-        if self._parts is None:
-            data = getattr(self.trainer.datamodule, "private", None)
-            if data is None:
-                raise PrivacyConfigError(
-                    "GS-WGAN trains in stages (critic pretraining, then generator steps) whose critics read their "
-                    "own parts of the data: run zoo.train(model, datamodule, privacy=DPCallback(...)) or `dpzoo fit`."
-                )
-            data.setup("fit")
-            images, labels = data.train_set.tensors
-            if tuple(images.shape[1:]) != IMAGE_SHAPE:
-                raise ValueError(f"GS-WGAN's DCGAN networks take {IMAGE_SHAPE} images, got {tuple(images.shape[1:])}")
-            self._parts = split_among_critics(images, labels, self.helpers, self._partition_key)
-        return self._parts
+    def check_images(self, images: Tensor) -> None:
+        if tuple(images.shape[1:]) != IMAGE_SHAPE:
+            raise ValueError(f"GS-WGAN's DCGAN networks take {IMAGE_SHAPE} images, got {tuple(images.shape[1:])}")
 
     # -------------------------------------------------------------- training
     def training_step(self, step: int, batch_idx: int) -> None:
@@ -173,7 +134,7 @@ class GSWGAN(DPGenerativeModel):
 
     def _private_step(self) -> None:
         critic_optimizer, generator_optimizer, _ = self.optimizers()
-        critic_index = int(torch.randint(self.hparams.critics, (1,), generator=self._critic_draws))
+        critic_index = self.draw_helper()
         critic = self.critics[critic_index]
         for _ in range(self.hparams.critic_steps):
             critic_loss = self._critic_update(critic, critic_index, self.trained_generator, critic_optimizer.optimizer)
@@ -186,9 +147,7 @@ class GSWGAN(DPGenerativeModel):
     ) -> Tensor:
         """WGAN-GP critic step on a batch of its own part (raw optimizer: a training step counts
         once, at its generator update); returns the detached loss."""
-        images, labels = self._critic_parts()[index]
-        chosen = torch.randint(len(images), (min(self.hparams.batch_size, len(images)),))
-        real, real_labels = images[chosen].to(self.device), labels[chosen].to(self.device)
+        real, real_labels = self.batch_of_part(index, self.hparams.batch_size)
         with torch.no_grad():
             fake = generator(self._codes(len(real)), real_labels)
         real_score = critic(real, real_labels)
@@ -297,16 +256,3 @@ def official_accounting_epsilon(entry: dict[str, Any]) -> float:
     parameters = entry["parameters"]
     rows = entry["steps"] * parameters["rows_per_step"]
     return epsilon_spent([(parameters["row_noise_multiplier"], entry["sample_rate"], rows)], entry["delta"], "rdp")
-
-
-def split_among_critics(
-    images: Tensor, labels: Tensor, helpers: PrivateHelpers, key: bytes | None = None
-) -> list[tuple[Tensor, Tensor]]:
-    """Each critic's images and labels: a record's critic is a keyed hash of that record alone, so
-    adding or removing a record changes one critic's part (``zoo.privacy.partition``)."""
-    part = helpers.assign(images, key)
-    parts = [(images[part == k], labels[part == k]) for k in range(helpers.parts)]
-    empty = sum(len(members) == 0 for members, _ in parts)
-    if empty:
-        raise ValueError(f"{empty} of {helpers.parts} critics got no records from {len(images)}: use fewer critics")
-    return parts

@@ -11,7 +11,7 @@ from dp_accounting import pld
 from safetensors.torch import load_file
 
 from lightning_modules.base import toy_images
-from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_epsilon, split_among_critics
+from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_epsilon
 from zoo.hub import save_pretrained
 from zoo.privacy import DPCallback, GradientSanitizer, PrivacyConfigError, PrivateHelpers, epsilon_spent
 from zoo.stages import train
@@ -31,10 +31,10 @@ def toy_data():
 def test_removing_a_record_changes_only_its_critics_part():
     images, labels = toy_data().train_set.tensors
     helpers, key = PrivateHelpers(4), b"k" * 16
-    parts = split_among_critics(images, labels, helpers, key)
+    parts = helpers.split(images, labels, key)
     removed = 17
     keep = torch.arange(len(images)) != removed
-    after = split_among_critics(images[keep], labels[keep], helpers, key)
+    after = helpers.split(images[keep], labels[keep], key)
     owner = next(k for k, (members, _) in enumerate(parts) if (members == images[removed]).all((1, 2, 3)).any())
     for k, ((before_images, _), (after_images, _)) in enumerate(zip(parts, after, strict=True)):
         if k == owner:
@@ -53,14 +53,14 @@ def test_a_resumed_plan_gives_each_critic_the_same_part(tmp_path):
     resumed = tiny_gs_wgan(pretrain_steps=1)
     last = sorted(tmp_path.glob("*.ckpt"))[-1]
     train(resumed, toy_data(), privacy, ckpt_path=str(last), max_steps=6, **QUIET)
-    for (before, _), (after, _) in zip(saved._critic_parts(), resumed._critic_parts(), strict=True):
+    for (before, _), (after, _) in zip(saved.helper_parts(), resumed.helper_parts(), strict=True):
         assert torch.equal(before, after)
 
 
 def test_too_many_critics_for_the_records_is_refused_clearly():
     images, labels = toy_data().train_set.tensors
-    with pytest.raises(ValueError, match="critics got no records.*use fewer critics"):
-        split_among_critics(images, labels, PrivateHelpers(len(images) * 10))
+    with pytest.raises(ValueError, match="helpers got no records.*use fewer helpers"):
+        PrivateHelpers(len(images) * 10).split(images, labels)
 
 
 def test_critics_never_appear_in_the_released_weights(tmp_path):

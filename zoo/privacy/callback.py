@@ -150,7 +150,7 @@ class DPCallback(pl.Callback):
                 "fp16 loss scaling rescales per-example gradients before clipping; use precision='bf16-mixed' or 32."
             )
         self.barrier = declared_barrier(pl_module)
-        mechanism = training_mechanism(self.barrier)
+        mechanism = training_mechanism(self.barrier, pl_module)
         self.mechanism = mechanism(
             pl_module, self.max_grad_norm, self.per_example_mode, self.loss_reduction, self._noise_generator
         )

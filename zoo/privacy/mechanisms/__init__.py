@@ -4,7 +4,8 @@
 - ``output_sanitizer``: clipped, noised gradients into a generated batch (B3, GS-WGAN);
 - ``gaussian_release``: a one-shot statistic (B1, DP-MERF's embedding, DP-NF's standardisation);
 - ``private_helpers``: never-released modules trained without DP on parts of the data, and
-  the accounting of the steps that query them (GS-WGAN's critics, DP²-VAE's encoders).
+  the accounting of the steps that query them (GS-WGAN's critics, DP²-VAE's encoders);
+- ``helper_query_dp_sgd``: B4 whose per-example terms come through such a helper (DP²-VAE).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.dp_sgd import PerExampleDPSGD
 from zoo.privacy.mechanisms.gaussian_release import gaussian_release, scale_rows_to_unit_ball
+from zoo.privacy.mechanisms.helper_query_dp_sgd import HelperQueryDPSGD
 from zoo.privacy.mechanisms.output_sanitizer import GradientSanitizer, OutputGradientSanitizer
 from zoo.privacy.mechanisms.private_helpers import PrivateHelpers, step_noise_multiplier, step_sensitivity
 
@@ -25,8 +27,11 @@ TRAINING_MECHANISMS: dict[PrivacyBarrier, type[TrainingMechanism]] = {
 }
 
 
-def training_mechanism(barrier: PrivacyBarrier) -> type[TrainingMechanism]:
-    """The mechanism class that privatises training steps behind ``barrier``."""
+def training_mechanism(barrier: PrivacyBarrier, module: object = None) -> type[TrainingMechanism]:
+    """The mechanism class that privatises training steps behind ``barrier``: under B4, a module that
+    declares ``queried_helpers`` computes its terms through them and gets :class:`HelperQueryDPSGD`."""
+    if barrier is PrivacyBarrier.PRIVATE_MODEL and isinstance(getattr(module, "queried_helpers", None), PrivateHelpers):
+        return HelperQueryDPSGD
     try:
         return TRAINING_MECHANISMS[barrier]
     except KeyError:
@@ -39,6 +44,7 @@ def training_mechanism(barrier: PrivacyBarrier) -> type[TrainingMechanism]:
 __all__ = [
     "TRAINING_MECHANISMS",
     "GradientSanitizer",
+    "HelperQueryDPSGD",
     "OutputGradientSanitizer",
     "PerExampleDPSGD",
     "PrivateHelpers",

@@ -67,3 +67,12 @@ class PrivateHelpers:
     def assign(self, records: Tensor, key: bytes | None = None) -> Tensor:
         """The part of each record, from that record alone."""
         return assign_parts(records, self.parts, key)
+
+    def split(self, records: Tensor, labels: Tensor, key: bytes | None = None) -> list[tuple[Tensor, Tensor]]:
+        """Each helper's records and labels; adding or removing a record changes one part only."""
+        part = self.assign(records, key)
+        parts = [(records[part == k], labels[part == k]) for k in range(self.parts)]
+        empty = sum(len(members) == 0 for members, _ in parts)
+        if empty:
+            raise ValueError(f"{empty} of {self.parts} helpers got no records from {len(records)}: use fewer helpers")
+        return parts

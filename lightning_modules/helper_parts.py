@@ -1,0 +1,83 @@
+"""What methods with private helpers share (GS-WGAN's critics, DP²-VAE's encoders): each helper
+trains without DP on its own part of the private data, and each private step queries one helper
+drawn at random (``zoo.privacy.mechanisms.private_helpers`` states the theorem).
+
+The mixin keeps the parts, the key that assigns records to them (in Lightning checkpoints, so a
+resumed plan keeps each helper on its part: with a fresh key, one helper would depend on two
+parts) and the secret draws of the queried helper. It trains on one device: under DDP each
+process would query its own helper, and the all-reduced step would combine more terms than the
+accounting assumes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from zoo.privacy import PrivacyConfigError, PrivateHelpers
+from zoo.privacy.partition import new_partition_key
+from zoo.privacy.randomness import private_generator
+
+#: where a Lightning checkpoint keeps the key that assigns records to helpers
+PARTITION_KEY = "dpzoo_helper_partition_key"
+
+
+class HelperParts:
+    """Mixin (first among the bases) for a LightningModule whose ``helpers`` each read their own part
+    of the data; the module defines ``check_images(images)``, which refuses data its networks cannot take."""
+
+    helpers: PrivateHelpers
+
+    def init_helper_parts(self, parts: int) -> None:
+        self.helpers = PrivateHelpers(parts)
+        self._parts: list[tuple[Tensor, Tensor]] | None = None
+        self._partition_key = new_partition_key()
+        self._helper_draws: torch.Generator | None = None
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)  # type: ignore[misc]
+        checkpoint[PARTITION_KEY] = self._partition_key
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)  # type: ignore[misc]
+        if PARTITION_KEY in checkpoint:
+            self._partition_key, self._parts = checkpoint[PARTITION_KEY], None
+
+    def on_train_start(self) -> None:
+        if self.trainer.world_size > 1:  # type: ignore[attr-defined]
+            raise PrivacyConfigError(
+                f"{type(self).__name__} trains on one device: under DDP each process would query its own helper and "
+                "the all-reduced step would combine more terms than the accounting assumes."
+            )
+        self._helper_draws = private_generator()
+
+    @property
+    def private_dataset_size(self) -> int:
+        return sum(len(images) for images, _ in self.helper_parts())
+
+    def draw_helper(self) -> int:
+        """The helper a private step queries, uniform and from secret randomness."""
+        return int(torch.randint(self.helpers.parts, (1,), generator=self._helper_draws))
+
+    def helper_parts(self) -> list[tuple[Tensor, Tensor]]:
+        """Each helper's images and labels (a keyed hash of each record decides its part)."""
+        if self._parts is None:
+            data = getattr(self.trainer.datamodule, "private", None)  # type: ignore[attr-defined]
+            if data is None:
+                raise PrivacyConfigError(
+                    f"{type(self).__name__} trains in stages whose helpers read their own parts of the data: run "
+                    "zoo.train(model, datamodule, privacy=DPCallback(...)) or `dpzoo fit`."
+                )
+            data.setup("fit")
+            images, labels = data.train_set.tensors
+            self.check_images(images)  # type: ignore[attr-defined]
+            self._parts = self.helpers.split(images, labels, self._partition_key)
+        return self._parts
+
+    def batch_of_part(self, index: int, size: int) -> tuple[Tensor, Tensor]:
+        """``size`` records of helper ``index``'s part drawn with replacement (fewer when the part is smaller)."""
+        images, labels = self.helper_parts()[index]
+        chosen = torch.randint(len(images), (min(size, len(images)),))
+        device = self.device  # type: ignore[attr-defined]
+        return images[chosen].to(device), labels[chosen].to(device)
