@@ -39,7 +39,7 @@ from lightning_modules.nets.cvae import ConditionalDecoder, ConditionalEncoder, 
 from zoo.privacy import PrivacyBarrier, PrivateHelpers
 from zoo.privacy.mechanisms.helper_query_dp_sgd import paper_theorem_epsilon
 from zoo.registry import register_method
-from zoo.stages import HelperSteps, PrivateSteps, Stage
+from zoo.stages import PrivateSteps, Stage
 
 PRETRAINING = "pretrain each encoder on its part"
 
@@ -92,6 +92,7 @@ class _ConditionalVAE(DPGenerativeModel):
 class DP2VAE(HelperParts, _ConditionalVAE):
     method = "dp2-vae"
     never_released = ("encoders", "scratch_decoder")
+    pretraining = PRETRAINING
 
     def __init__(
         self,
@@ -135,9 +136,7 @@ class DP2VAE(HelperParts, _ConditionalVAE):
     # ------------------------------------------------------------- the plan
     def stages(self, datamodule: Any) -> list[Stage]:
         return [
-            HelperSteps(
-                PRETRAINING, max_steps=self.hparams.encoders * self.hparams.pretrain_steps, through_helpers=True
-            ),
+            self.pretraining_stage(),
             PrivateSteps("decoder steps through one encoder each", through_helpers=True),
         ]
 
@@ -146,15 +145,8 @@ class DP2VAE(HelperParts, _ConditionalVAE):
             self.encoders.extend(self.new_encoder() for _ in range(self.hparams.encoders))
 
     # -------------------------------------------------------------- training
-    def training_step(self, step: int, batch_idx: int) -> None:
-        if self.training_stage is not None and self.training_stage["name"] == PRETRAINING:
-            self._pretraining_step(int(step))
-        else:
-            self._private_step()
-
-    def _pretraining_step(self, step: int) -> None:
-        """Algorithm 1: one iteration of encoder step // pretrain_steps with its throwaway decoder."""
-        index, iteration = divmod(step, self.hparams.pretrain_steps)
+    def pretraining_step(self, index: int, iteration: int) -> None:
+        """Algorithm 1: one iteration of an encoder with its throwaway decoder."""
         encoder_optimizer, _, scratch_optimizer = self.optimizers()
         if iteration == 0:
             self.scratch_decoder.load_state_dict(self._scratch_start)
@@ -168,7 +160,7 @@ class DP2VAE(HelperParts, _ConditionalVAE):
         self._clipped_step(self.scratch_decoder, scratch_optimizer)  # counts the step
         self.log("pretrain_loss", loss.detach(), prog_bar=True)
 
-    def _private_step(self) -> None:
+    def private_step(self) -> None:
         """Algorithm 2: the decoder's per-example gradients through θ_k go to DP-SGD (the callback clips
         and noises them at ``decoder_optimizer.step``); θ_k takes a non-private step on the same batch."""
         encoder_optimizer, decoder_optimizer, _ = self.optimizers()

@@ -30,7 +30,7 @@ from lightning_modules.helper_parts import HelperParts
 from lightning_modules.nets.dcgan import GENERATORS, IMAGE_SHAPE, DCGANCritic
 from zoo.privacy import PrivacyBarrier, epsilon_spent
 from zoo.registry import register_method
-from zoo.stages import HelperSteps, PrivateSteps, Stage
+from zoo.stages import PrivateSteps, Stage
 
 PRETRAINING = "pretrain each critic on its part"
 
@@ -42,6 +42,7 @@ class GSWGAN(HelperParts, DPGenerativeModel):
     #: the moving average of the trained generator (official netGS)
     released_modules = ("generator",)
     never_released = ("critics", "scratch_generator")
+    pretraining = PRETRAINING
 
     def __init__(
         self,
@@ -93,11 +94,7 @@ class GSWGAN(HelperParts, DPGenerativeModel):
     # ------------------------------------------------------------- the plan
     def stages(self, datamodule: Any) -> list[Stage]:
         return [
-            HelperSteps(
-                PRETRAINING,
-                max_steps=self.hparams.critics * self.hparams.pretrain_steps,
-                through_helpers=True,
-            ),
+            self.pretraining_stage(),
             PrivateSteps("generator steps through sanitised critic gradients", through_helpers=True),
         ]
 
@@ -113,15 +110,8 @@ class GSWGAN(HelperParts, DPGenerativeModel):
             raise ValueError(f"GS-WGAN's DCGAN networks take {IMAGE_SHAPE} images, got {tuple(images.shape[1:])}")
 
     # -------------------------------------------------------------- training
-    def training_step(self, step: int, batch_idx: int) -> None:
-        if self.training_stage is not None and self.training_stage["name"] == PRETRAINING:
-            self._pretraining_step(int(step))
-        else:
-            self._private_step()
-
-    def _pretraining_step(self, step: int) -> None:
-        """One official pretraining iteration of critic step // pretrain_steps with its throwaway generator."""
-        critic_index, iteration = divmod(step, self.hparams.pretrain_steps)
+    def pretraining_step(self, critic_index: int, iteration: int) -> None:
+        """One official pretraining iteration of a critic with its throwaway generator."""
         critic_optimizer, _, scratch_optimizer = self.optimizers()
         if iteration == 0:
             self.scratch_generator.load_state_dict(self._scratch_start)
@@ -132,7 +122,7 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         self.log("critic_loss", critic_loss, prog_bar=True)
         self._generator_update(critic, self.scratch_generator, scratch_optimizer, sanitise=False)
 
-    def _private_step(self) -> None:
+    def private_step(self) -> None:
         critic_optimizer, generator_optimizer, _ = self.optimizers()
         critic_index = self.draw_helper()
         critic = self.critics[critic_index]

@@ -10,7 +10,7 @@ accounting assumes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -18,6 +18,7 @@ from torch import Tensor
 from zoo.privacy import PrivacyConfigError, PrivateHelpers
 from zoo.privacy.partition import new_partition_key
 from zoo.privacy.randomness import private_generator
+from zoo.stages import HelperSteps
 
 #: where a Lightning checkpoint keeps the key that assigns records to helpers
 PARTITION_KEY = "dpzoo_helper_partition_key"
@@ -25,9 +26,12 @@ PARTITION_KEY = "dpzoo_helper_partition_key"
 
 class HelperParts:
     """Mixin (first among the bases) for a LightningModule whose ``helpers`` each read their own part
-    of the data; the module defines ``check_images(images)``, which refuses data its networks cannot take."""
+    of the data. The module defines ``check_images(images)`` (refuses data its networks cannot take),
+    ``pretraining_step(helper, iteration)``, ``private_step()`` and the ``pretrain_steps`` hyperparameter."""
 
     helpers: PrivateHelpers
+    #: the name of the HelperSteps stage that pretrains the helpers one after another
+    pretraining: ClassVar[str]
 
     def init_helper_parts(self, parts: int) -> None:
         self.helpers = PrivateHelpers(parts)
@@ -51,6 +55,19 @@ class HelperParts:
                 "the all-reduced step would combine more terms than the accounting assumes."
             )
         self._helper_draws = private_generator()
+
+    def pretraining_stage(self) -> HelperSteps:
+        """``pretrain_steps`` steps per helper, helper after helper, each step receiving its index."""
+        steps = self.helpers.parts * self.hparams.pretrain_steps  # type: ignore[attr-defined]
+        return HelperSteps(self.pretraining, max_steps=steps, through_helpers=True)
+
+    def training_step(self, step: int, batch_idx: int) -> None:
+        """A pretraining step goes to helper step // pretrain_steps; every other step is private."""
+        if self.training_stage is not None and self.training_stage["name"] == self.pretraining:  # type: ignore[attr-defined]
+            helper, iteration = divmod(int(step), self.hparams.pretrain_steps)  # type: ignore[attr-defined]
+            self.pretraining_step(helper, iteration)  # type: ignore[attr-defined]
+        else:
+            self.private_step()  # type: ignore[attr-defined]
 
     @property
     def private_dataset_size(self) -> int:

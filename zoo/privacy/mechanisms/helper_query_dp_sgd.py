@@ -29,7 +29,12 @@ from zoo.privacy.accounting import epsilon_spent
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling
 from zoo.privacy.mechanisms.dp_sgd import PerExampleDPSGD
-from zoo.privacy.mechanisms.private_helpers import PrivateHelpers, step_noise_multiplier, step_sensitivity
+from zoo.privacy.mechanisms.private_helpers import (
+    PrivateHelpers,
+    step_noise_multiplier,
+    step_sensitivity,
+    term_noise_multiplier,
+)
 from zoo.privacy.validation import check_sample_rate
 
 
@@ -75,7 +80,7 @@ class HelperQueryDPSGD(PerExampleDPSGD):
     def ledger_parameters(self, accounted: float) -> dict[str, Any]:
         return {
             "terms_per_step": self.terms_per_step,
-            "term_noise_multiplier": term_noise_multiplier(accounted, self.terms_per_step),
+            "term_noise_multiplier": term_noise_multiplier(accounted, self.terms_per_step, "sum"),
             "l2_sensitivity": step_sensitivity(self.max_grad_norm, self.terms_per_step, "sum"),
             "analysis": "one Poisson-subsampled Gaussian per step at the helper sampling rate; every clipped term "
             "may change by 2C when the queried helper holds the record (zoo.privacy.mechanisms.helper_query_dp_sgd)",
@@ -83,7 +88,7 @@ class HelperQueryDPSGD(PerExampleDPSGD):
 
     def start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, accounted: float) -> None:
         super().start(trainer, pl_module, accounted)
-        self.noise_multiplier = term_noise_multiplier(accounted, self.terms_per_step)
+        self.noise_multiplier = term_noise_multiplier(accounted, self.terms_per_step, "sum")
         self._terms = 0
 
     def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -98,11 +103,6 @@ class HelperQueryDPSGD(PerExampleDPSGD):
                 f"{self.terms_per_step}: the step's sensitivity 2·C·terms would exceed the accounted one."
             )
         super().privatise_step(optimizer)
-
-
-def term_noise_multiplier(accounted: float, terms_per_step: int) -> float:
-    """σ = 2B·z: the noise multiplier on the sum of B terms that gives the step the accounted z."""
-    return accounted * step_sensitivity(1.0, terms_per_step, "sum")
 
 
 def paper_theorem_epsilon(entry: dict[str, Any]) -> float:

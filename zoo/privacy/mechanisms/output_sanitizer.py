@@ -25,14 +25,14 @@ from torch import Tensor
 
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
-from zoo.privacy.mechanisms.private_helpers import step_noise_multiplier, step_sensitivity
+from zoo.privacy.mechanisms.private_helpers import step_noise_multiplier, step_sensitivity, term_noise_multiplier
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_positive, check_sample_rate
 
 
 def row_noise_multiplier(accounted: float, rows_per_step: int) -> float:
     """σ = 2√B·z: the per-row noise multiplier that gives a step of B rows the accounted multiplier z."""
-    return accounted * step_sensitivity(1.0, rows_per_step, "rows")
+    return term_noise_multiplier(accounted, rows_per_step, "rows")
 
 
 class OutputGradientSanitizer(TrainingMechanism):

@@ -49,6 +49,11 @@ def step_noise_multiplier(noise_multiplier: float, clip: float, terms: int, comb
     return noise_multiplier * clip / step_sensitivity(clip, terms, combination)
 
 
+def term_noise_multiplier(accounted: float, terms: int, combination: str) -> float:
+    """The inverse of ``step_noise_multiplier``: the σ (noise std over C) that gives a step the accounted z."""
+    return accounted * step_sensitivity(1.0, terms, combination)
+
+
 @dataclass(frozen=True)
 class PrivateHelpers:
     """K never-released helpers, one per part of the private data."""
