@@ -28,10 +28,10 @@ from pathlib import Path
 
 import torch
 from torchvision.utils import save_image
+from validation_halves import held_out_cnn_accuracy, validation_halves
 
 from lightning_modules.dp2_vae import DP2VAE, DP2VAEDPEncoder
-from zoo.data import TensorDataModule, load_images, train_validation_split
-from zoo.metrics.classifiers import train_and_test
+from zoo.data import TensorDataModule
 from zoo.privacy import DPCallback, calibrate_noise_multiplier
 from zoo.stages import train
 
@@ -57,19 +57,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write a grid of 100 samples here")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
-    images, labels = load_images(args.dataset, train=True)
-    _, validation = train_validation_split(len(labels), 10_000, 0)
-    order = torch.randperm(10_000, generator=torch.Generator().manual_seed(1))
-    trained_on, held_out = validation[order[:5000]], validation[order[5000:]]
+    (images, labels), held_out = validation_halves(args.dataset)
     channels = tuple(int(c) for c in args.channels.split(","))
     start = time.time()
     if args.variant == "dp-encoder":
         z = args.z or calibrate_noise_multiplier(args.eps, 1e-5, args.batch / args.private_n, args.steps, "prv")
         model = DP2VAEDPEncoder(channels=channels, latent_dim=args.latent, learning_rate=args.lr)
-        data_rate, noise = args.batch / len(trained_on), z
+        data_rate, noise = args.batch / len(labels), z
     else:
         z = args.z or calibrate_noise_multiplier(args.eps, 1e-5, 1 / args.encoders, args.steps, "prv")
-        probe_parts = max(1, round(len(trained_on) * args.encoders / args.private_n))
+        probe_parts = max(1, round(len(labels) * args.encoders / args.private_n))
         model = DP2VAE(
             channels=channels,
             latent_dim=args.latent,
@@ -80,14 +77,14 @@ def main() -> None:
             learning_rate=args.lr,
         )
         data_rate, noise = 0.1, 2 * args.batch * z
-    data = TensorDataModule(images[trained_on], labels[trained_on], "validation-probe", sample_rate=data_rate)
+    data = TensorDataModule(images, labels, "validation-probe", sample_rate=data_rate)
     privacy = DPCallback(noise_multiplier=noise, max_grad_norm=args.clip, accountant="rdp")
     train(model, data, privacy, max_steps=args.steps, **QUIET)
     sample_labels = torch.arange(10_000) % 10
     samples = model.sample(10_000, sample_labels, seed=0)
     if args.out is not None:
         save_image(samples[:100], args.out, nrow=10)
-    accuracy = train_and_test("cnn", (samples, sample_labels), (images[held_out], labels[held_out]), 10, seed=0)
+    accuracy = held_out_cnn_accuracy(samples, sample_labels, held_out)
     report = {**vars(args), "z": round(z, 4), "cas_cnn_val": round(accuracy, 2), "secs": round(time.time() - start)}
     print(json.dumps(report, default=str))
 

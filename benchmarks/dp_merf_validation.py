@@ -18,11 +18,10 @@ import math
 import time
 
 import torch
+from validation_halves import held_out_cnn_accuracy, validation_halves
 
 from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
-from zoo.data import load_images, train_validation_split
-from zoo.metrics.classifiers import train_and_test
 from zoo.privacy import calibrate_noise_multiplier
 
 
@@ -44,13 +43,10 @@ def main() -> None:
     parser.add_argument("--private_n", type=int, default=50000, help="size of the private set the noise stands for")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
-    images, labels = load_images(args.dataset, train=True)
-    _, validation = train_validation_split(len(labels), 10_000, 0)
-    order = torch.randperm(10_000, generator=torch.Generator().manual_seed(1))
-    embedded, held_out = validation[order[:5000]], validation[order[5000:]]
-    features = RandomFourierFeatures(images[0].numel(), args.features, math.sqrt(args.width2), seed=args.seed)
+    (embedded_images, embedded_labels), held_out = validation_halves(args.dataset)
+    features = RandomFourierFeatures(embedded_images[0].numel(), args.features, math.sqrt(args.width2), seed=args.seed)
     with torch.no_grad():
-        mean = labelled_embedding(features(images[embedded]), labels[embedded], 10) / len(embedded)
+        mean = labelled_embedding(features(embedded_images), embedded_labels, 10) / len(embedded_labels)
     sigma = calibrate_noise_multiplier(args.eps, 1e-5, 1.0, 1, "prv")
     target = mean + sigma / args.private_n * torch.randn(mean.shape)
     channels = tuple(int(c) for c in args.channels.split(","))
@@ -72,7 +68,7 @@ def main() -> None:
         samples = torch.cat(
             [generator(torch.randn(1000, args.code), sample_labels[i : i + 1000]) for i in range(0, 10_000, 1000)]
         )
-    accuracy = train_and_test("cnn", (samples, sample_labels), (images[held_out], labels[held_out]), 10, seed=0)
+    accuracy = held_out_cnn_accuracy(samples, sample_labels, held_out)
     report = {**vars(args), "sigma": round(sigma, 3), "cas_cnn_val": round(accuracy, 2)}
     print(json.dumps({**report, "secs": round(time.time() - start)}))
 
