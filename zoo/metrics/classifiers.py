@@ -51,13 +51,33 @@ def train_and_test(
     torch.manual_seed(seed)
     network = build_network(name, tuple(train[0].shape[1:]), num_classes)
     optimizer = torch.optim.Adam(network.parameters())
+    fit(network, optimizer, train, epochs, batch_size, f"CAS {name} (seed {seed})")
+    return accuracy_on(network, test)
+
+
+def fit(
+    network: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    train: tuple[Tensor, Tensor],
+    epochs: int,
+    batch_size: int,
+    description: str,
+    schedule: torch.optim.lr_scheduler.LRScheduler | None = None,
+) -> None:
+    """Cross-entropy training for a fixed number of epochs (``schedule`` steps after each epoch)."""
     loader = DataLoader(TensorDataset(*train), batch_size=batch_size, shuffle=True)
     network.train()
-    for _ in tqdm(range(epochs), desc=f"CAS {name} (seed {seed})", leave=False):
+    for _ in tqdm(range(epochs), desc=description, leave=False):
         for x, y in loader:
             optimizer.zero_grad()
             nn.functional.cross_entropy(network(x), y).backward()
             optimizer.step()
+        if schedule is not None:
+            schedule.step()
+
+
+def accuracy_on(network: nn.Module, test: tuple[Tensor, Tensor]) -> float:
+    """Accuracy (%) of ``network`` on ``test``, in evaluation mode."""
     network.eval()
     with torch.no_grad():
         correct = sum(

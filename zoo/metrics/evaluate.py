@@ -30,8 +30,9 @@ def evaluate(
     Images (``mnist``, ``fashion_mnist``; ``zoo.metrics.image_evaluate``): ``fid``, ``kid``,
     ``isc``, ``prc`` (torch-fidelity's Inception; offline pass ``feature_extractor_weights_path``),
     ``fid_lenet``, ``kid_lenet``, ``isc_lenet`` (dpzoo's small extractor, reported under those
-    names), ``cas`` (LR, MLP, CNN of DP-LFlow appendix E.4; ``cas_resnet`` a timm ResNet-18), and
-    for density models ``ood_auroc`` and ``log_likelihood``; options ``runs``, ``epochs``,
+    names), ``cas`` (LR, MLP, CNN of DP-LFlow appendix E.4; ``cas_resnet`` a timm ResNet-18),
+    for a model that releases a set ``set_accuracy`` (Private Set Generation's ConvNet trained on the
+    set), and for density models ``ood_auroc`` and ``log_likelihood``; options ``runs``, ``epochs``,
     ``label`` (compare with one class), ``audit_size``. ``num_samples`` defaults to 10,000.
 
     Tables (``lifesci``, ``gaussians``, ``half_moons``, ``pinwheel``; ``zoo.metrics.table_evaluate``):

@@ -11,10 +11,11 @@ from zoo.metrics.classifiers import CLASSIFIERS
 from zoo.metrics.datasets import Evaluator, register_evaluator
 from zoo.metrics.density import heldout_log_likelihood, ood_auroc
 from zoo.metrics.fidelity import FIDELITY_METRICS, fidelity_metrics
+from zoo.metrics.set_accuracy import set_accuracy
 
 CAS_METRICS = ("cas", *(f"cas_{c}" for c in CLASSIFIERS))
 DENSITY_METRICS = {"ood_auroc": ood_auroc, "log_likelihood": heldout_log_likelihood}
-IMAGE_METRICS = (*FIDELITY_METRICS, *CAS_METRICS, *DENSITY_METRICS, "audit")
+IMAGE_METRICS = (*FIDELITY_METRICS, *CAS_METRICS, "set_accuracy", *DENSITY_METRICS, "audit")
 
 
 def evaluate_images(
@@ -43,6 +44,10 @@ def evaluate_images(
     results: dict[str, Any] = {
         name: DENSITY_METRICS[name](model, dataset, label) for name in metrics if name in DENSITY_METRICS
     }
+    if "set_accuracy" in metrics:
+        if label is not None:
+            raise ValueError("set_accuracy needs every class: drop label or set_accuracy")
+        results["set_accuracy"] = set_accuracy(model, dataset, runs, seed)
     if "audit" in metrics:
         results["audit"] = _audit(model, dataset, label, audit_size, seed)
     fidelity = tuple(m for m in metrics if m in FIDELITY_METRICS)

@@ -1,0 +1,56 @@
+"""The Private Set Generation paper's protocol: its ConvNet (width 128, depth 3, instance norm) trained
+on the released set itself, tested on the real test split. Only a model that releases a set
+(``released_set()``) has it; the zoo's CAS protocol (``zoo.metrics.cas``) applies to every model."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from zoo.data.images import load_images
+from zoo.metrics.classifiers import accuracy_on, fit
+
+#: the official evaluation: SGD, momentum 0.9, weight decay 5e-4, batch 256, lr × 0.1 after half the epochs
+EPOCHS, LEARNING_RATE, BATCH = 300, 0.01, 256
+
+
+def set_accuracy(model: Any, dataset: str, runs: int = 5, seed: int = 0) -> dict[str, Any]:
+    """Mean ± std test accuracy (%) of the paper's ConvNet trained on ``model.released_set()``."""
+    if not callable(getattr(model, "released_set", None)):
+        raise ValueError(
+            f"set_accuracy trains on a released set, and {model.method} releases a generator, not a set; "
+            "use the cas metrics"
+        )
+    images, labels = model.released_set()
+    test = load_images(dataset, train=False)
+    accuracies = [
+        convnet_accuracy((images.cpu(), labels.cpu()), test, model.num_classes, seed + run) for run in range(runs)
+    ]
+    return {
+        "value": statistics.fmean(accuracies),
+        "std": statistics.stdev(accuracies) if runs > 1 else 0.0,
+        "runs": accuracies,
+        "unit": "% test accuracy",
+        "protocol": {
+            "classifier": "Private Set Generation ConvNet (width 128, depth 3, instance norm)",
+            "train": f"the released set ({len(labels)} images), {EPOCHS} epochs of SGD, no augmentation",
+            "test": f"{dataset} official test split",
+        },
+    }
+
+
+def convnet_accuracy(
+    train: tuple[Tensor, Tensor], test: tuple[Tensor, Tensor], num_classes: int, seed: int, epochs: int = EPOCHS
+) -> float:
+    """Test accuracy (%) of the paper's ConvNet after the official training schedule on ``train``."""
+    from lightning_modules.nets.convnet import ConvNet  # lightning_modules imports zoo
+
+    torch.manual_seed(seed)
+    network = ConvNet(tuple(train[0].shape[1:]), num_classes)
+    optimizer = torch.optim.SGD(network.parameters(), lr=LEARNING_RATE, momentum=0.9, weight_decay=5e-4)
+    schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, [epochs // 2 + 1], gamma=0.1)
+    fit(network, optimizer, train, epochs, BATCH, f"set ConvNet (seed {seed})", schedule)
+    return accuracy_on(network, test)
