@@ -33,9 +33,10 @@ def _list(args: argparse.Namespace) -> int:
     if not models:
         print("no models yet: train one with `dpzoo fit --config configs/<recipe>.yaml`")
         return 0
-    print(f"{'model id':<30}{'method':<32}{'ε':>8}{'δ':>9}  dataset")
+    width = max(len(m["model_id"]) for m in models) + 2
+    print(f"{'model id':<{width}}{'method':<32}{'ε':>8}{'δ':>9}  dataset")
     for m in models:
-        print(f"{m['model_id']:<30}{m['method']:<32}{m['epsilon']:>8.3g}{m['delta']:>9.0e}  {m['dataset']}")
+        print(f"{m['model_id']:<{width}}{m['method']:<32}{m['epsilon']:>8.3g}{m['delta']:>9.0e}  {m['dataset']}")
     return 0
 
 
