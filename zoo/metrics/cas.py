@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from zoo.data.images import load_images
-from zoo.metrics.classifiers import train_and_test
+from zoo.metrics.classifiers import accuracy_over_runs, train_and_test
 
 
 def classifier_accuracy_on_synthetic(
@@ -40,10 +39,7 @@ def classifier_accuracy_on_synthetic(
             for run in range(runs)
         ]
         results[f"cas_{name}"] = {
-            "value": statistics.fmean(accuracies),
-            "std": statistics.stdev(accuracies) if runs > 1 else 0.0,
-            "runs": accuracies,
-            "unit": "% test accuracy",
+            **accuracy_over_runs(accuracies),
             "protocol": {
                 "classifier": name if name != "resnet" else "timm resnet18 from scratch",
                 "train": f"{num_samples} synthetic samples, balanced labels, seed {seed}",

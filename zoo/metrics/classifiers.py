@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
+from typing import Any
+
 import numpy as np
 import torch
 from torch import Tensor, nn
@@ -74,6 +77,16 @@ def fit(
             optimizer.step()
         if schedule is not None:
             schedule.step()
+
+
+def accuracy_over_runs(accuracies: list[float]) -> dict[str, Any]:
+    """Mean ± std of the test accuracies (%) of independent training runs, as an evaluation result."""
+    return {
+        "value": statistics.fmean(accuracies),
+        "std": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0,
+        "runs": accuracies,
+        "unit": "% test accuracy",
+    }
 
 
 def accuracy_on(network: nn.Module, test: tuple[Tensor, Tensor]) -> float:

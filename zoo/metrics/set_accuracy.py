@@ -4,14 +4,13 @@ on the released set itself, tested on the real test split. Only a model that rel
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from zoo.data.images import load_images
-from zoo.metrics.classifiers import accuracy_on, fit
+from zoo.metrics.classifiers import accuracy_on, accuracy_over_runs, fit
 
 #: the official evaluation: SGD, momentum 0.9, weight decay 5e-4, batch 256, lr × 0.1 after half the epochs
 EPOCHS, LEARNING_RATE, BATCH = 300, 0.01, 256
@@ -30,10 +29,7 @@ def set_accuracy(model: Any, dataset: str, runs: int = 5, seed: int = 0) -> dict
         convnet_accuracy((images.cpu(), labels.cpu()), test, model.num_classes, seed + run) for run in range(runs)
     ]
     return {
-        "value": statistics.fmean(accuracies),
-        "std": statistics.stdev(accuracies) if runs > 1 else 0.0,
-        "runs": accuracies,
-        "unit": "% test accuracy",
+        **accuracy_over_runs(accuracies),
         "protocol": {
             "classifier": "Private Set Generation ConvNet (width 128, depth 3, instance norm)",
             "train": f"the released set ({len(labels)} images), {EPOCHS} epochs of SGD, no augmentation",
