@@ -91,6 +91,13 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
         one part per disjoint share of the data (one model per class)."""
         return [(self, datamodule)]
 
+    def check_images(self, images: Tensor) -> None:
+        """Refuse a batch whose images do not have the ``image_shape`` hyperparameter's shape, with a
+        clear error before torch's (image methods that take their shape as a hyperparameter)."""
+        expected = tuple(self.hparams.image_shape)
+        if tuple(images.shape[1:]) != expected:
+            raise ValueError(f"{self.method} was built for {expected} images, got {tuple(images.shape[1:])}")
+
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         """``n`` samples (labels given for class-conditional models), drawing all randomness from ``generator``."""
         raise NotImplementedError

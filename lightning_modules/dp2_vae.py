@@ -67,12 +67,6 @@ class _ConditionalVAE(DPGenerativeModel):
         arch = self.hparams
         return ConditionalEncoder(arch.image_shape, arch.channels, arch.latent_dim, arch.num_classes)
 
-    def check_images(self, images: Tensor) -> None:
-        if tuple(images.shape[1:]) != tuple(self.hparams.image_shape):
-            raise ValueError(
-                f"{self.method} was built for {tuple(self.hparams.image_shape)} images, got {tuple(images.shape[1:])}"
-            )
-
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         """The decoder's Bernoulli means at codes drawn from the prior N(0, I)."""
         assert labels is not None

@@ -26,8 +26,9 @@ PARTITION_KEY = "dpzoo_helper_partition_key"
 
 class HelperParts:
     """Mixin (first among the bases) for a LightningModule whose ``helpers`` each read their own part
-    of the data. The module defines ``check_images(images)`` (refuses data its networks cannot take),
-    ``pretraining_step(helper, iteration)``, ``private_step()`` and the ``pretrain_steps`` hyperparameter."""
+    of the data. The module defines ``pretraining_step(helper, iteration)``, ``private_step()`` and the
+    ``pretrain_steps`` hyperparameter; ``check_images(images)`` (``DPGenerativeModel``'s, or its own)
+    refuses data its networks cannot take."""
 
     helpers: PrivateHelpers
     #: the name of the HelperSteps stage that pretrains the helpers one after another

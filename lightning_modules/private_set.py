@@ -140,10 +140,7 @@ class PrivateSet(DPGenerativeModel):
     # -------------------------------------------------------------- training
     def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
         images, labels = batch
-        if tuple(images.shape[1:]) != tuple(self.hparams.image_shape):
-            raise ValueError(
-                f"{self.method} was built for {tuple(self.hparams.image_shape)} images, got {tuple(images.shape[1:])}"
-            )
+        self.check_images(images)
         arch = self.hparams
         position = self.global_step % (arch.outer_loop * arch.batch_loop)
         if position == 0:
