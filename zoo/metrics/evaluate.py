@@ -32,8 +32,10 @@ def evaluate(
     ``fid_lenet``, ``kid_lenet``, ``isc_lenet`` (dpzoo's small extractor, reported under those
     names), ``cas`` (LR, MLP, CNN of DP-LFlow appendix E.4; ``cas_resnet`` a timm ResNet-18),
     for a model that releases a set ``set_accuracy`` (Private Set Generation's ConvNet trained on the
-    set), and for density models ``ood_auroc`` and ``log_likelihood``; options ``runs``, ``epochs``,
-    ``label`` (compare with one class), ``audit_size``. ``num_samples`` defaults to 10,000.
+    set), ``privacy_score_lenet`` (P3DM's privacy score: nearest test image in the LeNet's features,
+    fraction with another predicted class), and for density models ``ood_auroc`` and ``log_likelihood``;
+    options ``runs``, ``epochs``, ``label`` (compare with one class), ``audit_size``. ``num_samples``
+    defaults to 10,000.
 
     Tables (``lifesci``, ``gaussians``, ``half_moons``, ``pinwheel``; ``zoo.metrics.table_evaluate``):
     ``log_likelihood``, ``knn_mse``, ``anomaly_auroc`` on the test rows of option ``split``;

@@ -11,11 +11,12 @@ from zoo.metrics.classifiers import CLASSIFIERS
 from zoo.metrics.datasets import Evaluator, register_evaluator
 from zoo.metrics.density import heldout_log_likelihood, ood_auroc
 from zoo.metrics.fidelity import FIDELITY_METRICS, fidelity_metrics
+from zoo.metrics.privacy_score import privacy_score_lenet
 from zoo.metrics.set_accuracy import set_accuracy
 
 CAS_METRICS = ("cas", *(f"cas_{c}" for c in CLASSIFIERS))
 DENSITY_METRICS = {"ood_auroc": ood_auroc, "log_likelihood": heldout_log_likelihood}
-IMAGE_METRICS = (*FIDELITY_METRICS, *CAS_METRICS, "set_accuracy", *DENSITY_METRICS, "audit")
+IMAGE_METRICS = (*FIDELITY_METRICS, *CAS_METRICS, "set_accuracy", *DENSITY_METRICS, "privacy_score_lenet", "audit")
 
 
 def evaluate_images(
@@ -32,9 +33,10 @@ def evaluate_images(
     label: int | None = None,
     audit_size: int = 2000,
 ) -> dict[str, Any]:
-    """torch-fidelity metrics and CAS on ``num_samples`` samples (default 10,000) against the test
-    split, densities of the test split, and the membership audit (a local diagnostic); see ``zoo.evaluate``.
-    ``figures`` is part of the evaluator interface; images add none (samples.png shows them)."""
+    """torch-fidelity metrics, CAS and the P3DM privacy score on ``num_samples`` samples (default
+    10,000) against the test split, densities of the test split, and the membership audit (a local
+    diagnostic); see ``zoo.evaluate``. ``figures`` is part of the evaluator interface; images add none
+    (samples.png shows them)."""
     num_samples = num_samples or 10_000
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:
@@ -51,8 +53,11 @@ def evaluate_images(
     if "audit" in metrics:
         results["audit"] = _audit(model, dataset, label, audit_size, seed)
     fidelity = tuple(m for m in metrics if m in FIDELITY_METRICS)
-    if fidelity or classifiers:
+    privacy = "privacy_score_lenet" in metrics
+    if fidelity or classifiers or privacy:
         samples = model.sample(num_samples, seed=seed, progress=progress)
+    if privacy:  # every class of the test split, even with label: the attribute is the class
+        results["privacy_score_lenet"] = privacy_score_lenet(samples, dataset)
     if fidelity:
         reference, reference_labels = load_images(dataset, train=False)
         if label is not None:

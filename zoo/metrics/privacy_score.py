@@ -1,0 +1,68 @@
+"""The privacy score of P3DM (PAC Privacy Preserving Diffusion Models, Algorithm 4).
+
+Each sample is paired with its nearest real image in a feature space, and an attribute classifier
+labels both: the score is the fraction of pairs whose labels differ (higher: a sample's attribute is
+less tied to the real record it resembles most). The paper pairs samples with the training images,
+which would read the protected records; the zoo pairs them with the held-out test split instead, and
+uses its shipped LeNet (trained on the held-out validation images) for both the features (in place of
+Inception-v3) and the attribute (the class), so it reports the number as ``privacy_score_lenet``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+from torch import Tensor
+
+from zoo.data.images import load_images
+from zoo.metrics.extractors import FEATURE_LAYER, LeNet, extractor_weights
+
+
+def privacy_score(
+    samples: Tensor,
+    reference: Tensor,
+    features: Callable[[Tensor], Tensor],
+    attribute: Callable[[Tensor], Tensor],
+    batch_size: int = 1000,
+) -> dict[str, Any]:
+    """Fraction of ``samples`` whose ``attribute`` differs from that of their nearest ``reference``
+    image by L2 distance between ``features`` (N×D); ``attribute`` maps images to N labels."""
+    if len(samples) == 0 or len(reference) == 0:
+        raise ValueError(
+            f"the privacy score needs samples and reference images, got {len(samples)} and {len(reference)}"
+        )
+    if samples.shape[1:] != reference.shape[1:]:
+        raise ValueError(
+            f"samples {tuple(samples.shape[1:])} and reference images {tuple(reference.shape[1:])} differ in shape"
+        )
+    with torch.no_grad():
+        reference_features = torch.cat([features(x).flatten(1) for x in reference.split(batch_size)])
+        reference_labels = torch.cat([attribute(x) for x in reference.split(batch_size)])
+        differing = 0
+        for x in samples.split(batch_size):  # one batch × reference distance matrix at a time
+            nearest = torch.cdist(features(x).flatten(1), reference_features).argmin(1)
+            differing += int((attribute(x) != reference_labels[nearest]).sum())
+    return {"value": differing / len(samples), "differing": differing, "pairs": len(samples)}
+
+
+def privacy_score_lenet(samples: Tensor, dataset: str) -> dict[str, Any]:
+    """The privacy score against ``dataset``'s test split, with the shipped LeNet as extractor and classifier."""
+    weights = extractor_weights(dataset)
+    extractor = weights.stem
+    network = LeNet().eval()
+    network.load_state_dict(load_file(str(weights)))
+    reference, _ = load_images(dataset, train=False)
+    score = privacy_score(samples, reference, network.features, lambda x: network(x).argmax(1))
+    return {
+        **score,
+        "unit": "fraction of samples whose nearest test image (L2 in features) has another predicted class",
+        "protocol": {
+            "feature_extractor": f"{extractor} ({FEATURE_LAYER})",
+            "classifier": f"{extractor} class prediction (trained on the held-out validation images)",
+            "reference": f"{dataset} official test split ({len(reference)} images)",
+            "samples": len(samples),
+        },
+    }
