@@ -29,7 +29,7 @@ from torch import Tensor
 from torchvision.utils import make_grid
 from tqdm.auto import tqdm
 
-from zoo.privacy import PrivacyBarrier, PrivacyConfigError, PrivacyLedgerMixin
+from zoo.privacy import DPCallback, PrivacyBarrier, PrivacyConfigError, PrivacyLedgerMixin
 from zoo.stages import PrivateSteps, Stage
 
 
@@ -51,6 +51,8 @@ class TinyRecipe:
     privacy: dict[str, Any]
     data: Callable[[], Any] = field(default=toy_images)
     max_steps: int = 3
+    #: the plan's budget, built from ``privacy``: DPCallback, or PACPrivacy for a PAC-private method
+    budget: Callable[..., Any] = field(default=DPCallback)
 
 
 class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):

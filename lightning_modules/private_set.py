@@ -31,6 +31,7 @@ from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
 from lightning_modules.nets.convnet import ConvNet
 from lightning_modules.nets.dcgan import IMAGE_SHAPE, DCGANGenerator
 from lightning_modules.nets.gradient_matching import layerwise_gradient_distance
+from lightning_modules.released_sets import images_of_classes
 from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
 
@@ -204,9 +205,7 @@ class PrivateSet(DPGenerativeModel):
         """The images of S of the asked classes, each class's images in turn (no randomness)."""
         assert labels is not None
         images, _ = self.released_set()
-        labels = labels.to(images.device)
-        occurrence = F.one_hot(labels, self.num_classes).cumsum(0).gather(1, labels[:, None]).squeeze(1) - 1
-        return images[labels * self.hparams.images_per_class + occurrence % self.hparams.images_per_class]
+        return images_of_classes(images, self.hparams.images_per_class, self.num_classes, labels)
 
     # ---------------------------------------------------------------- card
     @classmethod

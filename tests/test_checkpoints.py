@@ -1,5 +1,5 @@
-"""Every shipped checkpoint loads, samples, carries a card with (ε, δ) from its own ledger,
-and appears in MODEL_CARDS.md."""
+"""Every shipped checkpoint loads, samples, carries a card with its guarantee from its own ledger
+((ε, δ), or a PAC model's mutual-information bound), and appears in MODEL_CARDS.md."""
 
 import pytest
 import torch
@@ -24,9 +24,13 @@ def test_shipped_checkpoint(model_id):
         for figure in model.pretrained_config["evaluation"]["figures"]:
             assert (checkpoints_dir() / model_id / figure).is_file()
     privacy = ModelCard.load(checkpoints_dir() / model_id / "README.md").data.to_dict()["privacy"]
-    (guarantee,) = model.privacy_ledger.guarantees().values()
-    assert privacy["epsilon"] == pytest.approx(guarantee["epsilon"], abs=1e-4)
-    assert privacy["delta"] == guarantee["delta"]
+    if model.privacy_ledger.notion == "pac":  # a mutual-information bound, and no (ε, δ) anywhere
+        ((release,), (guarantee,)) = model.privacy_ledger.pac_releases, privacy["guarantees"]
+        assert guarantee["mi_bound_nats"] == release.mi_bound and "epsilon" not in privacy
+    else:
+        (guarantee,) = model.privacy_ledger.guarantees().values()
+        assert privacy["epsilon"] == pytest.approx(guarantee["epsilon"], abs=1e-4)
+        assert privacy["delta"] == guarantee["delta"]
     assert (
         f"[{model_id}](checkpoints/{model_id}/README.md)" in (checkpoints_dir().parent / "MODEL_CARDS.md").read_text()
     )

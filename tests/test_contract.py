@@ -2,7 +2,8 @@
 
 Each method's tiny recipe trains through its stages under the privacy core; ε stays within the
 target; the release holds only the released modules; save → load is exact; ``sample`` has the
-promised shape and range; the card states the ledger's (ε, δ)."""
+promised shape and range; the card states the ledger's guarantee: (ε, δ), or for a PAC-private method
+its mutual-information bound and never an (ε, δ)."""
 
 import pytest
 import torch
@@ -10,7 +11,6 @@ from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
 from zoo.hub import from_pretrained, save_pretrained
-from zoo.privacy import DPCallback
 from zoo.registry import registered_methods
 from zoo.stages import train
 
@@ -25,7 +25,7 @@ def trained(request, tmp_path_factory):
     torch.manual_seed(0)
     model = cls(**recipe.architecture)
     data = recipe.data()
-    privacy = DPCallback(**recipe.privacy)
+    privacy = recipe.budget(**recipe.privacy)
     train(model, data, privacy, max_steps=recipe.max_steps, limit_val_batches=0, **QUIET)
     folder = save_pretrained(model.eval(), tmp_path_factory.mktemp(request.param) / "model")
     return cls, recipe, model, folder
@@ -33,6 +33,11 @@ def trained(request, tmp_path_factory):
 
 def test_training_stays_within_the_target(trained):
     cls, recipe, model, _ = trained
+    if model.privacy_ledger.notion == "pac":
+        (release,) = model.privacy_ledger.pac_releases
+        assert release.mi_bound == recipe.privacy["mi_bound"] and release.noise_std > 0
+        assert not model.privacy_ledger.guarantees(), "a PAC release must never turn into an (ε, δ)"
+        return
     guarantees = model.privacy_ledger.guarantees()
     assert guarantees, f"{cls.method} trained without a ledger entry"
     target = recipe.privacy.get("target_epsilon")
@@ -74,6 +79,14 @@ def test_the_card_states_the_guarantee_of_the_ledger(trained):
     _, _, model, folder = trained
     card = ModelCard.load(folder / "README.md")
     privacy = card.data.to_dict()["privacy"]
+    if model.privacy_ledger.notion == "pac":
+        (release,) = model.privacy_ledger.pac_releases
+        (guarantee,) = privacy["guarantees"]
+        assert guarantee["mi_bound_nats"] == release.mi_bound and guarantee["confidence"] == release.confidence
+        assert f"mutual information ≤ {release.mi_bound:g} nats with confidence {release.confidence:g}" in card.text
+        assert "epsilon" not in privacy and "delta" not in privacy
+        assert "ε =" not in card.text and "δ =" not in card.text and "differential-privacy" not in card.content
+        return
     worst = max(model.privacy_ledger.guarantees().values(), key=lambda g: g["epsilon"])
     assert privacy["epsilon"] == pytest.approx(worst["epsilon"], abs=1e-4) and privacy["delta"] == worst["delta"]
     assert f"(ε = {privacy['epsilon']}, δ = {privacy['delta']:g})" in card.text

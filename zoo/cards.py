@@ -9,6 +9,7 @@ notes) comes from the method class, which this module never names.
 
 from __future__ import annotations
 
+import math
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from zoo.layout import load_config
 from zoo.privacy import PrivacyLedger
 from zoo.privacy.accounting import describe_accountant
+from zoo.privacy.pac import NOTION as PAC_NOTION
 from zoo.registry import method_class
 
 LICENSE = "apache-2.0"
@@ -27,6 +29,7 @@ BARRIERS = {
     "B2": "DP-SGD on a critic or classifier; what is released sees the data only through it",
     "B3": "per-sample gradients from the critics into the generator output, clipped and noised",
     "B4": "DP-SGD on every released parameter",
+    "PAC": "the mechanism's whole output, noised once with Gaussian noise calibrated by PAC privacy (not DP)",
 }
 #: what the guarantee does not hide, as in Opacus
 PUBLIC_INFORMATION = (
@@ -41,9 +44,20 @@ COVERAGE = (
 )
 
 
+#: what a PAC guarantee is about
+PAC_SUBJECT = (
+    "X, the training subset drawn from the dataset (each record kept independently with the subset rate): the "
+    "bound limits the information the release carries about which records were used, and so any adversary's "
+    "gain in reconstructing X (P3DM Theorem 3.1). The dataset is the pool the subsets are drawn from: what the "
+    "release reveals about the pool as a whole is not bounded"
+)
+
+
 def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
-    """The card's ``privacy:`` block, one guarantee per source dataset."""
+    """The card's ``privacy:`` block, one guarantee per source dataset: (ε, δ)-DP, or PAC privacy, never both."""
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    if ledger.notion == "pac":
+        return _pac_metadata(config, ledger)
     guarantees = ledger.guarantees()
     # the main mechanism: the last one trained or released, not a fixed-σ preparation before it
     main = next((e for e in ledger.entries if e.target_epsilon is not None), ledger.entries[-1])
@@ -76,6 +90,52 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _pac_metadata(config: dict[str, Any], ledger: PrivacyLedger) -> dict[str, Any]:
+    """A PAC guarantee as what it is: a mutual-information bound at a confidence, with no ε or δ."""
+    return {
+        "notion": PAC_NOTION,
+        "about": PAC_SUBJECT,
+        "covers": COVERAGE,
+        "barrier": "PAC",
+        "mechanism": ledger.pac_releases[-1].mechanism,
+        "released": list(config["released_modules"]),
+        "guarantees": [
+            {
+                "dataset": r.dataset_id,
+                "mi_bound_nats": r.mi_bound,
+                "confidence": r.confidence,
+                "mc_runs": r.mc_runs,
+                "subset_rate": r.subset_rate,
+                "subset_entropy_nats": round(r.dataset_size * _binary_entropy(r.subset_rate), 1),
+                "output_dim": r.output_dim,
+                "noise_std": round(r.noise_std, 6),
+                "mean_noise_norm": round(r.mean_noise_norm, 4),
+                "partitions": 0,
+            }
+            for r in ledger.pac_releases
+        ],
+    }
+
+
+def _binary_entropy(p: float) -> float:
+    return -(p * math.log(p) + (1 - p) * math.log(1 - p))
+
+
+def is_pac(privacy: dict[str, Any]) -> bool:
+    """Whether a ``privacy:`` block states PAC privacy (else (ε, δ)-DP)."""
+    return privacy["notion"] == PAC_NOTION
+
+
+def guarantee_summary(privacy: dict[str, Any]) -> str:
+    """The guarantee in a few words, stated as its own notion (lists, indexes, the CLI)."""
+    if is_pac(privacy):
+        return "; ".join(
+            f"PAC privacy: MI ≤ {g['mi_bound_nats']:g} nats (confidence {g['confidence']:g})"
+            for g in privacy["guarantees"]
+        )
+    return f"(ε = {privacy['epsilon']}, δ = {privacy['delta']:g})-DP"
+
+
 def display_method(config: dict[str, Any]) -> str:
     return method_class(config["method"]).display_name(config)
 
@@ -91,7 +151,7 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
     data = ModelCardData(
         library_name="dpzoo",
         license=LICENSE,
-        tags=["differential-privacy", *method.card_tags(config), *datasets, "dpzoo"],
+        tags=[_notion_tag(privacy), *method.card_tags(config), *datasets, "dpzoo"],
         datasets=datasets,
         model_name=config["model_id"],
         eval_results=[EvalResult(**result) for result in results] or None,
@@ -105,6 +165,7 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
         method=method.display_name(config),
         guarantees=privacy["guarantees"],
         privacy=privacy,
+        pac=is_pac(privacy),
         load_as=load_as,
         usage=method.card_usage(config),
         barrier_description=BARRIERS.get(privacy["barrier"], privacy["barrier"]),
@@ -115,6 +176,10 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
         results=results,
         per_class=_per_class_tables(evaluation.get("details", {}).get("results", {})),
     )
+
+
+def _notion_tag(privacy: dict[str, Any]) -> str:
+    return "pac-privacy" if is_pac(privacy) else "differential-privacy"
 
 
 def _ledger_rows(config: dict[str, Any]) -> list[list[str]]:
@@ -186,8 +251,11 @@ def model_cards_index(checkpoints: Path) -> str:
         "records are local diagnostics and appear nowhere here. Treated as public, as in Opacus: "
         f"{PUBLIC_INFORMATION}.",
         "",
-        "| model | method | data | ε | δ | accountant | metrics | samples |",
-        "|---|---|---|---|---|---|---|---|",
+        "A PAC-private model states a mutual-information bound at a confidence instead (P3DM): a different "
+        "notion, never an (ε, δ).",
+        "",
+        "| model | method | data | guarantee | accountant | metrics | samples |",
+        "|---|---|---|---|---|---|---|",
     ]
     folders = sorted(p.parent for p in checkpoints.glob("*/config.json"))
     for folder in folders:
@@ -198,9 +266,9 @@ def model_cards_index(checkpoints: Path) -> str:
         metrics = "; ".join(f"{r.get('metric_name') or r['metric_type']} {r['metric_value']}" for r in results)
         rows.append(
             f"| [{folder.name}](checkpoints/{folder.name}/README.md) | {display_method(config)} | {datasets} | "
-            f"{privacy['epsilon']} | {privacy['delta']:g} | {privacy['accountant']} | {metrics or 'not evaluated'} | "
-            f"![](checkpoints/{folder.name}/samples.png) |"
+            f"{guarantee_summary(privacy)} | {privacy.get('accountant', 'Monte-Carlo (PAC)')} | "
+            f"{metrics or 'not evaluated'} | ![](checkpoints/{folder.name}/samples.png) |"
         )
     if not folders:
-        rows.append("| no checkpoint shipped yet | | | | | | | |")
+        rows.append("| no checkpoint shipped yet | | | | | | |")
     return "\n".join(rows) + "\n"

@@ -34,9 +34,10 @@ def _list(args: argparse.Namespace) -> int:
         print("no models yet: train one with `dpzoo fit --config configs/<recipe>.yaml`")
         return 0
     width = max(len(m["model_id"]) for m in models) + 2
-    print(f"{'model id':<{width}}{'method':<32}{'ε':>8}{'δ':>9}  dataset")
+    guarantee_width = max(len(m["guarantee"]) for m in models) + 2
+    print(f"{'model id':<{width}}{'method':<32}{'guarantee':<{guarantee_width}}dataset")
     for m in models:
-        print(f"{m['model_id']:<{width}}{m['method']:<32}{m['epsilon']:>8.3g}{m['delta']:>9.0e}  {m['dataset']}")
+        print(f"{m['model_id']:<{width}}{m['method']:<32}{m['guarantee']:<{guarantee_width}}{m['dataset']}")
     return 0
 
 
@@ -48,6 +49,7 @@ def _sample(args: argparse.Namespace) -> int:
             f"{', '.join(ROW_SUFFIXES)} (rows); got {out.suffix or 'no suffix'!r}"
         )
     from zoo.loading import load
+    from zoo.privacy.pac import describe_pac
 
     model = load(args.model)
     labels = [int(v) for v in args.labels.split(",")] if args.labels else None
@@ -63,6 +65,8 @@ def _sample(args: argparse.Namespace) -> int:
             f"privacy: (ε = {guarantee['epsilon']:.3g}, δ = {guarantee['delta']:g})-DP for {dataset} "
             f"({', '.join(guarantee['accountants'])} accountant)"
         )
+    for release in model.privacy_ledger.pac_releases:
+        print(f"{describe_pac(release)} for {release.dataset_id}")
     evaluation = (getattr(model, "pretrained_config", None) or {}).get("evaluation")
     if evaluation:
         print(f"evaluation ({evaluation['command']}):")
@@ -127,10 +131,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         figures=args.write_card,
         **{name: value for name, value in options.items() if value is not None},
     )
-    print(f"{'metric':<14}{'value':>10}{'± std':>9}  protocol")
+    width = max([len("metric"), *map(len, evaluation["results"])]) + 2
+    print(f"{'metric':<{width}}{'value':>10}{'± std':>9}  protocol")
     for name, result in evaluation["results"].items():
         spread = f"{result['std']:>9.3f}" if "std" in result else " " * 9
-        print(f"{name:<14}{result['value']:>10.3f}{spread}  {evaluator_of(result)}")
+        print(f"{name:<{width}}{result['value']:>10.3f}{spread}  {evaluator_of(result)}")
     if args.json:
         report = {k: v for k, v in evaluation.items() if k != "figures"}
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

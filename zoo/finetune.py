@@ -20,6 +20,11 @@ def check_finetunable(model: Any) -> None:
             f"{model.method} releases one statistic of its data and fits a generator to it; there is no private "
             "step to continue. Train a new model on the new data with zoo.train (its own release)."
         )
+    if barrier == PrivacyBarrier.PAC_NOISED_OUTPUT:
+        raise PrivacyConfigError(
+            f"{model.method} releases a PAC-noised output and no trained network; there is nothing to continue "
+            "training. Run its recipe on the new data (its own PAC release)."
+        )
     if barrier not in (PrivacyBarrier.PRIVATE_MODEL, PrivacyBarrier.PRIVATE_CRITIC):
         raise PrivacyConfigError(
             f"{model.method} uses barrier {barrier.value}: its private step needs modules that are never released "

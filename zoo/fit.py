@@ -18,6 +18,7 @@ from lightning_modules.base import DPGenerativeModel
 from lightning_modules.partitioned import PerClassModel
 from zoo.hub import save_pretrained
 from zoo.privacy import DPCallback, PrivacyConfigError
+from zoo.privacy.pac import PACPrivacy
 from zoo.stages import train
 
 
@@ -54,17 +55,18 @@ def _cli(args: Sequence[str]) -> DPZooCLI:
     )
 
 
-def _budget_and_trainer_options(cli: DPZooCLI) -> tuple[DPCallback, list[Any], dict[str, Any]]:
-    """The recipe's DPCallback (the plan's budget), its other callbacks, and the other Trainer arguments."""
+def _budget_and_trainer_options(cli: DPZooCLI) -> tuple[DPCallback | PACPrivacy, list[Any], dict[str, Any]]:
+    """The recipe's budget (a DPCallback, or PACPrivacy for a PAC-private method), its other callbacks,
+    and the other Trainer arguments."""
     options = dict(cli.config_init["trainer"])
     callbacks = list(options.pop("callbacks", None) or [])
-    budgets = [c for c in callbacks if isinstance(c, DPCallback)]
+    budgets = [c for c in callbacks if isinstance(c, (DPCallback, PACPrivacy))]
     if len(budgets) != 1:
         raise PrivacyConfigError(
             "dpzoo fit trains privately: the recipe's trainer.callbacks must hold one zoo.privacy.DPCallback "
-            f"(the privacy budget of the whole plan); found {len(budgets)}."
+            f"(or zoo.privacy.pac.PACPrivacy), the privacy budget of the whole plan; found {len(budgets)}."
         )
-    return budgets[0], [c for c in callbacks if not isinstance(c, DPCallback)], options
+    return budgets[0], [c for c in callbacks if c is not budgets[0]], options
 
 
 def run_fit(argv: Sequence[str]) -> DPGenerativeModel:

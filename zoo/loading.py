@@ -9,7 +9,7 @@ from huggingface_hub import constants, snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
 
 import zoo
-from zoo.cards import display_method, privacy_metadata
+from zoo.cards import display_method, guarantee_summary, is_pac, privacy_metadata
 from zoo.hub import from_pretrained
 from zoo.layout import CONFIG_NAME, HUB_FILES, load_config
 from zoo.registry import UnknownModelError, checkpoints_dir, model_index
@@ -18,7 +18,10 @@ HUB_PREFIX = "hf-hub:"
 
 
 def list_models() -> list[dict[str, Any]]:
-    """Model ids with method, dataset and (ε, δ): shipped checkpoints first, then published ones."""
+    """Model ids with method, dataset and guarantee: shipped checkpoints first, then published ones.
+
+    ``guarantee`` states each model's guarantee in its own notion; ``epsilon`` and ``delta`` are None
+    for a PAC-private model (it has no (ε, δ)), whose ``pac`` holds its bounds instead."""
     models: dict[str, dict[str, Any]] = {}
     for config_path in sorted(checkpoints_dir().glob(f"*/{CONFIG_NAME}")):
         config = load_config(config_path.parent)
@@ -27,13 +30,17 @@ def list_models() -> list[dict[str, Any]]:
             "model_id": config_path.parent.name,
             "method": display_method(config),
             "dataset": ", ".join(g["dataset"] for g in privacy["guarantees"]),
-            "epsilon": privacy["epsilon"],
-            "delta": privacy["delta"],
-            "accountant": privacy["accountant"],
+            "notion": privacy["notion"],
+            "guarantee": guarantee_summary(privacy),
+            "epsilon": privacy.get("epsilon"),
+            "delta": privacy.get("delta"),
+            "accountant": privacy.get("accountant"),
+            "pac": privacy["guarantees"] if is_pac(privacy) else None,
             "source": str(config_path.parent),
         }
     for model_id, entry in model_index().items():
-        models.setdefault(model_id, {"model_id": model_id, **entry, "source": f"{HUB_PREFIX}{entry['hub_repo']}"})
+        published = {"guarantee": f"(ε = {entry.get('epsilon')}, δ = {entry.get('delta')})-DP", **entry}
+        models.setdefault(model_id, {"model_id": model_id, **published, "source": f"{HUB_PREFIX}{entry['hub_repo']}"})
     return list(models.values())
 
 

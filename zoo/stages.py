@@ -10,7 +10,9 @@ parts trained on disjoint data (one model per class), its parts (``training_part
 - :class:`PublicSteps`: a Lightning fit that never reads the private data (post-processing,
   e.g. fitting a generator to a released statistic); its steps receive their index only;
 - :class:`HelperSteps`: a fit that trains never-released helpers on the private data without
-  DP (their cost is accounted when private steps query them); the released modules must not change.
+  DP (their cost is accounted when private steps query them); the released modules must not change;
+- :class:`PACRelease`: a mechanism's output released with noise calibrated by PAC privacy under a
+  :class:`~zoo.privacy.pac.PACPrivacy` budget. A plan is either DP or PAC, never both.
 
 A private or helper stage with ``through_helpers=True`` does not draw batches: the module reads
 the private data itself, each helper its own part (GS-WGAN's critics), so its steps receive their
@@ -40,6 +42,14 @@ from torch.utils.data import DataLoader
 
 from zoo.privacy import DPCallback, PrivacyConfigError, PrivacyLedger
 from zoo.privacy.callback import STAGE_KEY
+from zoo.privacy.pac import PACPrivacy
+
+
+def _named_dataset(datamodule: Any) -> str:
+    dataset_id = getattr(datamodule, "dataset_id", None)
+    if dataset_id is None:
+        raise PrivacyConfigError(f"{type(datamodule).__name__} has no dataset_id: the ledger must name the data")
+    return dataset_id
 
 
 class ReleaseBudget:
@@ -47,9 +57,7 @@ class ReleaseBudget:
 
     def __init__(self, privacy: DPCallback, ledger: PrivacyLedger, datamodule: Any) -> None:
         self.privacy, self.ledger = privacy, ledger
-        self.dataset_id = getattr(datamodule, "dataset_id", None)
-        if self.dataset_id is None:
-            raise PrivacyConfigError(f"{type(datamodule).__name__} has no dataset_id: the ledger must name the data")
+        self.dataset_id = _named_dataset(datamodule)
         self.partition_of = getattr(datamodule, "partition_of", None)
 
     @property
@@ -115,6 +123,31 @@ class HelperSteps:
     through_helpers: bool = False
 
 
+@dataclass(frozen=True)
+class PACRelease:
+    """``run(datamodule, budget)`` releases a mechanism's output through ``budget.release`` (a
+    :class:`~zoo.privacy.pac.PACPrivacy`), which calibrates the noise and enters it in the ledger."""
+
+    name: str
+    run: Callable[[Any, PACBudget], None]
+
+
+class PACBudget:
+    """What a PACRelease stage may do: release through the plan's PACPrivacy into the model's ledger."""
+
+    def __init__(self, privacy: PACPrivacy, ledger: PrivacyLedger, datamodule: Any) -> None:
+        self.privacy, self.ledger = privacy, ledger
+        self.dataset_id = _named_dataset(datamodule)
+
+    def release(
+        self, mechanism: Callable[[Tensor], Tensor], pool_size: int, squared_diameter: float, note: str = ""
+    ) -> Tensor:
+        """M(X) + B for a random subset X of the pool (``zoo.privacy.pac``), entered in the ledger."""
+        noisy, entry = self.privacy.release(mechanism, pool_size, squared_diameter, self.dataset_id, note)
+        self.ledger.pac_releases.append(entry)
+        return noisy
+
+
 class StepIndexData(pl.LightningDataModule):
     """Serves step indices 0..steps-1 for a stage whose module reads the private data itself
     (``private``); names that data for the ledger like the datamodule it wraps."""
@@ -138,13 +171,14 @@ class StepIndexData(pl.LightningDataModule):
         return DataLoader(range(self.steps), batch_size=None)
 
 
-Stage = Release | PrivateSteps | PublicSteps | HelperSteps
+Stage = Release | PrivateSteps | PublicSteps | HelperSteps | PACRelease
+Budget = DPCallback | PACPrivacy
 
 
 def train(
     model: Any,
     datamodule: Any,
-    privacy: DPCallback,
+    privacy: Budget,
     *,
     callbacks: Sequence[pl.Callback] = (),
     ckpt_path: str | None = None,
@@ -152,10 +186,11 @@ def train(
 ) -> Any:
     """Run ``model``'s stages on ``datamodule`` (each part on its own data) with one ledger.
 
-    ``privacy`` holds the budget; each private stage gets a fresh copy of it. ``callbacks`` and
-    ``trainer_options`` (``max_steps``, ``accelerator``, ...) build each stage's Trainer."""
-    if not isinstance(privacy, DPCallback):
-        raise PrivacyConfigError("train needs the privacy budget as a zoo.privacy.DPCallback")
+    ``privacy`` holds the budget (a DPCallback, or PACPrivacy for a PAC-private plan); each private
+    stage gets a fresh copy of a DPCallback. ``callbacks`` and ``trainer_options`` (``max_steps``,
+    ``accelerator``, ...) build each stage's Trainer."""
+    if not isinstance(privacy, (DPCallback, PACPrivacy)):
+        raise PrivacyConfigError("train needs the privacy budget as a zoo.privacy.DPCallback (or PACPrivacy)")
     if not isinstance(getattr(model, "privacy_ledger", None), PrivacyLedger):
         model.privacy_ledger = PrivacyLedger()
     parts = model.training_parts(datamodule)
@@ -179,9 +214,23 @@ def train(
     return model
 
 
-def check_plan(stages: Sequence[Stage], privacy: DPCallback) -> None:
-    """At most one calibrated stage, and no stage after it spends budget: it is calibrated against
-    everything else the plan spends."""
+def check_plan(stages: Sequence[Stage], privacy: Budget) -> None:
+    """A PAC budget runs PAC releases only and a DP budget never runs one; at most one calibrated
+    stage, and no stage after it spends budget: it is calibrated against everything else the plan spends."""
+    pac_stages = [s.name for s in stages if isinstance(s, PACRelease)]
+    if isinstance(privacy, PACPrivacy):
+        spending = [s.name for s in stages if isinstance(s, (Release, PrivateSteps, HelperSteps))]
+        if spending or not pac_stages:
+            raise PrivacyConfigError(
+                f"a PACPrivacy budget runs PAC releases only; this plan has {spending or 'no PAC release'}: "
+                "train it under a DPCallback"
+            )
+        return
+    if pac_stages:
+        raise PrivacyConfigError(
+            f"stages {pac_stages} release under PAC privacy: give the plan a zoo.privacy.pac.PACPrivacy budget, "
+            "not a DPCallback (the two notions never compose)"
+        )
     calibrated = [i for i, s in enumerate(stages) if _calibrated(s, privacy)]
     spending = [i for i, s in enumerate(stages) if isinstance(s, (Release, PrivateSteps))]
     if len(calibrated) > 1:
@@ -194,7 +243,7 @@ def check_plan(stages: Sequence[Stage], privacy: DPCallback) -> None:
         )
 
 
-def _calibrated(stage: Stage, privacy: DPCallback) -> bool:
+def _calibrated(stage: Stage, privacy: Budget) -> bool:
     if isinstance(stage, Release):
         return stage.calibrated
     return isinstance(stage, PrivateSteps) and privacy.target_epsilon is not None
@@ -213,11 +262,14 @@ def _run(
     stage: Stage,
     model: Any,
     datamodule: Any,
-    privacy: DPCallback,
+    privacy: Any,
     callbacks: list[pl.Callback],
     options: dict[str, Any],
     ckpt_path: str | None,
 ) -> None:
+    if isinstance(stage, PACRelease):
+        stage.run(datamodule, PACBudget(privacy, model.privacy_ledger, datamodule))
+        return
     if isinstance(stage, Release):
         stage.run(datamodule, ReleaseBudget(privacy, model.privacy_ledger, datamodule))
         return

@@ -15,6 +15,7 @@ class PrivacyBarrier(str, Enum):
     PRIVATE_CRITIC = "B2"  # DP-SGD on a critic/classifier that sees the data (DP-CGAN)
     SANITIZED_OUTPUT_GRADIENT = "B3"  # per-sample gradients into a tensor, clipped and noised (GS-WGAN)
     PRIVATE_MODEL = "B4"  # DP-SGD on the released model itself (DP-LFlow, DP-NF, DP²-VAE)
+    PAC_NOISED_OUTPUT = "PAC"  # a mechanism's whole output noised once under PAC privacy, not DP (P3DM)
 
 
 def declared_barrier(module: object) -> PrivacyBarrier:

@@ -13,6 +13,7 @@ from importlib import metadata
 from typing import Any
 
 from zoo.privacy.accounting import History, epsilon_spent
+from zoo.privacy.pac import PACEntry
 
 LEDGER_FORMAT = 1
 _VERSIONED_PACKAGES = ("dpzoo", "torch", "opacus", "pytorch-lightning")
@@ -74,7 +75,11 @@ class LedgerEntry:
 
 @dataclass
 class PrivacyLedger:
+    """DP entries (composed into (ε, δ) per dataset) and PAC-private releases (``zoo.privacy.pac``), kept
+    apart: the two notions are never converted into each other or summed."""
+
     entries: list[LedgerEntry] = field(default_factory=list)
+    pac_releases: list[PACEntry] = field(default_factory=list)
 
     def append(self, entry: LedgerEntry) -> LedgerEntry:
         self.entries.append(entry)
@@ -124,11 +129,22 @@ class PrivacyLedger:
             for root, s in roots.items()
         }
 
+    @property
+    def notion(self) -> str:
+        """ "dp" or "pac"; a ledger holding both is refused (nothing composes the two)."""
+        if self.entries and self.pac_releases:
+            raise ValueError("the ledger mixes (ε, δ)-DP entries and PAC releases, which do not compose")
+        return "pac" if self.pac_releases else "dp"
+
     def to_dict(self) -> dict[str, Any]:
-        return {"format": LEDGER_FORMAT, "entries": [e.to_dict() for e in self.entries]}
+        data: dict[str, Any] = {"format": LEDGER_FORMAT, "entries": [e.to_dict() for e in self.entries]}
+        if self.pac_releases:
+            data["pac_releases"] = [r.to_dict() for r in self.pac_releases]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PrivacyLedger:
         if data.get("format") != LEDGER_FORMAT:
             raise ValueError(f"unsupported privacy ledger format {data.get('format')!r} (expected {LEDGER_FORMAT})")
-        return cls([LedgerEntry.from_dict(e) for e in data["entries"]])
+        pac = [PACEntry(**r) for r in data.get("pac_releases", [])]
+        return cls([LedgerEntry.from_dict(e) for e in data["entries"]], pac)
