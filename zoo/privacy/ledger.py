@@ -131,7 +131,7 @@ class PrivacyLedger:
 
     @property
     def notion(self) -> str:
-        """ "dp" or "pac"; a ledger holding both is refused (nothing composes the two)."""
+        """The ledger's notion, dp or pac; a ledger holding both is refused (nothing composes the two)."""
         if self.entries and self.pac_releases:
             raise ValueError("the ledger mixes (ε, δ)-DP entries and PAC releases, which do not compose")
         return "pac" if self.pac_releases else "dp"
