@@ -14,16 +14,12 @@ import torch
 from sklearn.metrics import roc_auc_score, roc_curve
 from torch import Tensor
 
+from zoo.metrics.neighbours import nearest_neighbours
+
 LOWER_BOUND_NOTE = (
     "an empirical lower bound on membership leakage from one attack; it cannot certify privacy "
     "(the (ε, δ) guarantee is the upper bound)"
 )
-
-
-def nearest_neighbour_distances(candidates: Tensor, samples: Tensor, chunk: int = 1024) -> Tensor:
-    """Euclidean distance from each candidate to its nearest sample (flattened pixels)."""
-    flat_samples = samples.flatten(1).float()
-    return torch.cat([torch.cdist(c.flatten(1).float(), flat_samples).min(1).values for c in candidates.split(chunk)])
 
 
 def attack_summary(member_scores: Tensor, non_member_scores: Tensor) -> dict[str, float]:
@@ -48,7 +44,7 @@ def membership_audit(
     samples = model.sample(num_samples, seed=seed)
     report: dict[str, Any] = {
         "nearest_neighbour": attack_summary(
-            -nearest_neighbour_distances(members[0], samples), -nearest_neighbour_distances(non_members[0], samples)
+            -nearest_neighbours(members[0], samples)[0], -nearest_neighbours(non_members[0], samples)[0]
         ),
         "protocol": {
             "members": len(members[0]),

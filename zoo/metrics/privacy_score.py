@@ -19,6 +19,7 @@ from torch import Tensor
 
 from zoo.data.images import load_images
 from zoo.metrics.extractors import FEATURE_LAYER, LeNet, extractor_weights
+from zoo.metrics.neighbours import nearest_neighbours
 
 
 def privacy_score(
@@ -39,13 +40,18 @@ def privacy_score(
             f"samples {tuple(samples.shape[1:])} and reference images {tuple(reference.shape[1:])} differ in shape"
         )
     with torch.no_grad():
-        reference_features = torch.cat([features(x).flatten(1) for x in reference.split(batch_size)])
-        reference_labels = torch.cat([attribute(x) for x in reference.split(batch_size)])
-        differing = 0
-        for x in samples.split(batch_size):  # one batch × reference distance matrix at a time
-            nearest = torch.cdist(features(x).flatten(1), reference_features).argmin(1)
-            differing += int((attribute(x) != reference_labels[nearest]).sum())
+        reference_features, reference_labels = _features_and_attributes(reference, features, attribute, batch_size)
+        sample_features, sample_labels = _features_and_attributes(samples, features, attribute, batch_size)
+    _, nearest = nearest_neighbours(sample_features, reference_features, batch_size)
+    differing = int((sample_labels != reference_labels[nearest]).sum())
     return {"value": differing / len(samples), "differing": differing, "pairs": len(samples)}
+
+
+def _features_and_attributes(
+    images: Tensor, features: Callable[[Tensor], Tensor], attribute: Callable[[Tensor], Tensor], batch_size: int
+) -> tuple[Tensor, Tensor]:
+    batches = images.split(batch_size)
+    return torch.cat([features(x).flatten(1) for x in batches]), torch.cat([attribute(x) for x in batches])
 
 
 def privacy_score_lenet(samples: Tensor, dataset: str) -> dict[str, Any]:
