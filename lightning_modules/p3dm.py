@@ -29,7 +29,7 @@ from torch import Tensor, nn
 from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
 from lightning_modules.langevin import LangevinSampler, ScoreTraining, geometric_sigmas, train_score_model
 from lightning_modules.nets.score import NoisyClassifier, ScoreUNet
-from lightning_modules.released_sets import images_of_classes
+from lightning_modules.released_sets import balanced_labels, images_of_classes
 from zoo.privacy import PrivacyBarrier
 from zoo.privacy.pac import PACPrivacy
 from zoo.registry import register_method
@@ -42,7 +42,7 @@ class NoisedSet(nn.Module):
     def __init__(self, image_shape: Sequence[int], num_classes: int, per_class: int) -> None:
         super().__init__()
         self.register_buffer("images", torch.zeros(num_classes * per_class, *image_shape))
-        self.register_buffer("labels", torch.arange(num_classes).repeat_interleave(per_class))
+        self.register_buffer("labels", balanced_labels(num_classes, per_class))
 
 
 @register_method

@@ -31,7 +31,7 @@ from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
 from lightning_modules.nets.convnet import ConvNet
 from lightning_modules.nets.dcgan import IMAGE_SHAPE, DCGANGenerator
 from lightning_modules.nets.gradient_matching import layerwise_gradient_distance
-from lightning_modules.released_sets import images_of_classes
+from lightning_modules.released_sets import balanced_labels, images_of_classes
 from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
 
@@ -59,7 +59,7 @@ class PixelSet(nn.Module):
         super().__init__()
         start = torch.rand(num_classes * per_class, *image_shape, generator=torch.Generator().manual_seed(0))
         self.images = nn.Parameter(start)
-        self.register_buffer("labels", torch.arange(num_classes).repeat_interleave(per_class))
+        self.register_buffer("labels", balanced_labels(num_classes, per_class))
 
     def forward(self) -> Tensor:
         return self.images
@@ -77,7 +77,7 @@ class GeneratedSet(nn.Module):
         self.generator = DCGANGenerator(code_dim, num_classes, width)
         codes = torch.randn(num_classes * per_class, code_dim, generator=torch.Generator().manual_seed(0))
         self.register_buffer("codes", codes)
-        self.register_buffer("labels", torch.arange(num_classes).repeat_interleave(per_class))
+        self.register_buffer("labels", balanced_labels(num_classes, per_class))
 
     def forward(self) -> Tensor:
         return self.generator(self.codes, self.labels)

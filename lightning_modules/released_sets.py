@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 from torch.nn import functional as F
+
+
+def balanced_labels(num_classes: int, per_class: int) -> Tensor:
+    """The public labels of a class-ordered set: ``per_class`` of each class, in class order."""
+    return torch.arange(num_classes).repeat_interleave(per_class)
 
 
 def images_of_classes(images: Tensor, per_class: int, num_classes: int, labels: Tensor) -> Tensor:
