@@ -94,9 +94,9 @@ def train_score_model(
     optimizer = torch.optim.Adam(classifier.parameters(), lr=recipe.learning_rate)
     for _ in range(recipe.classifier_steps):
         batch = _indices(len(images), recipe.batch_size, generator, images.device)
-        sigma = sigmas[torch.randint(len(sigmas), (len(batch),), generator=generator).to(images.device)]
-        noise = torch.randn(images[batch].shape, generator=generator).to(images.device)
-        noisy = images[batch] + sigma.view(-1, 1, 1, 1) * noise
+        clean = images[batch]
+        sigma = sigmas[torch.randint(len(sigmas), (len(clean),), generator=generator).to(images.device)]
+        noisy = clean + sigma.view(-1, 1, 1, 1) * torch.randn(clean.shape, generator=generator).to(images.device)
         loss = F.cross_entropy(classifier(noisy, sigma), labels[batch])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
