@@ -4,6 +4,7 @@ A method is a LightningModule that declares
 
 - its barrier (``privacy_barrier``), what it releases (``released_modules``) and the helpers it
   never releases (``never_released``);
+- the constructor arguments its data decides (``data_arguments``: ``image_shape``, ``num_classes``);
 - its stages (``stages``; by default DP-SGD) and, for compositions, its parts (``training_parts``);
 - how it generates (``generate``; ``sample`` adds the checks, seeding and batching) and,
   optionally, a density (``log_prob``);
@@ -30,6 +31,7 @@ from torchvision.utils import make_grid
 from tqdm.auto import tqdm
 
 from zoo.privacy import DPCallback, PrivacyBarrier, PrivacyConfigError, PrivacyLedgerMixin
+from zoo.shapes import DATA_ARGUMENTS
 from zoo.stages import PrivateSteps, Stage
 
 
@@ -40,6 +42,10 @@ def toy_images(classes: int = 3, size: int = 8, records: int = 120) -> Any:
     generator = torch.Generator().manual_seed(0)
     images = torch.rand(records, 1, size, size, generator=generator)
     return TensorDataModule(images, torch.arange(records) % classes, "toy-images", sample_rate=0.25)
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, (list, tuple)) else value
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,14 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
         """Constructor arguments that rebuild this model (stored in config.json)."""
         accepted = inspect.signature(type(self).__init__).parameters
         return {k: v for k, v in self.hparams.items() if k in accepted}
+
+    def data_arguments(self) -> dict[str, Any]:
+        """The constructor arguments that follow the data (``zoo.shapes``), as this model has them."""
+        return {k: _as_tuple(v) for k, v in self.architecture().items() if k in DATA_ARGUMENTS}
+
+    def with_data_arguments(self, values: dict[str, Any]) -> dict[str, Any]:
+        """This model's constructor arguments with ``values`` (from ``data_arguments``) replaced."""
+        return {**self.architecture(), **values}
 
     def stages(self, datamodule: Any) -> list[Stage]:
         """The plan ``zoo.train`` runs (``zoo.stages``): by default DP-SGD on the private modules."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -27,7 +28,7 @@ from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
 from lightning_modules.helper_parts import HelperParts
-from lightning_modules.nets.dcgan import GENERATORS, IMAGE_SHAPE, DCGANCritic
+from lightning_modules.nets.dcgan import GENERATORS, DCGANCritic
 from zoo.privacy import PrivacyBarrier, epsilon_spent
 from zoo.registry import register_method
 from zoo.stages import PrivateSteps, Stage
@@ -47,6 +48,7 @@ class GSWGAN(HelperParts, DPGenerativeModel):
     def __init__(
         self,
         num_classes: int = 10,
+        image_shape: Sequence[int] = (1, 28, 28),
         critics: int = 1000,
         code_dim: int = 10,
         generator: str = "dcgan",
@@ -66,8 +68,11 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         critics of width 64 and a generator of width 64 (the paper's is "resnet", the official
         ``--gen_arch`` default; "dcgan" is its alternative), batch 32, 5 critic steps per generator
         step, 2,000 pretraining steps per critic, gradient penalty 10, logit penalty 1e-3, Adam 1e-4
-        (0.5, 0.9), moving average 0.999."""
+        (0.5, 0.9), moving average 0.999. The networks are the official ones for 1×28×28 images and
+        scale to other shapes (``lightning_modules.nets.dcgan``)."""
         super().__init__()
+        if len(image_shape) != 3:
+            raise ValueError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
         if min(critics, batch_size, critic_steps, pretrain_steps) < 1:
             raise ValueError("critics, batch_size, critic_steps and pretrain_steps must be positive integers")
         if generator not in GENERATORS:
@@ -76,7 +81,7 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         self.num_classes = num_classes
         self.automatic_optimization = False
         self.init_helper_parts(critics)
-        self.trained_generator = GENERATORS[generator](code_dim, num_classes, generator_width)
+        self.trained_generator = GENERATORS[generator](code_dim, num_classes, generator_width, image_shape)
         self.generator = copy.deepcopy(self.trained_generator).requires_grad_(False)
         self.scratch_generator = copy.deepcopy(self.trained_generator)
         self.critics = torch.nn.ModuleList()  # built for training only (configure_model): sampling needs none
@@ -102,12 +107,9 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         if not self.critics:
             arch = self.hparams
             self.critics.extend(
-                DCGANCritic(arch.num_classes, arch.critic_width, arch.spectral_norm) for _ in range(arch.critics)
+                DCGANCritic(arch.num_classes, arch.critic_width, arch.spectral_norm, arch.image_shape)
+                for _ in range(arch.critics)
             )
-
-    def check_images(self, images: Tensor) -> None:
-        if tuple(images.shape[1:]) != IMAGE_SHAPE:
-            raise ValueError(f"GS-WGAN's DCGAN networks take {IMAGE_SHAPE} images, got {tuple(images.shape[1:])}")
 
     # -------------------------------------------------------------- training
     def pretraining_step(self, critic_index: int, iteration: int) -> None:

@@ -41,6 +41,19 @@ class PerClassModel(DPGenerativeModel):
         model.privacy_ledger = PrivacyLedger([e for part in parts for e in part.privacy_ledger.entries])
         return model
 
+    def data_arguments(self) -> dict[str, Any]:
+        """The class count is the number of parts; the image shape is each part's."""
+        shape = self.parts[0].data_arguments()
+        return {**{k: v for k, v in shape.items() if k == "image_shape"}, "num_classes": self.num_classes}
+
+    def with_data_arguments(self, values: dict[str, Any]) -> dict[str, Any]:
+        base = {k: v for k, v in values.items() if k != "num_classes"}
+        return {
+            **self.architecture(),
+            "base_architecture": self.parts[0].with_data_arguments(base),
+            "num_classes": values.get("num_classes", self.num_classes),
+        }
+
     def private_modules(self) -> list[nn.Module]:
         return list(self.parts)
 

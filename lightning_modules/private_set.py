@@ -29,7 +29,7 @@ from torch.nn import functional as F
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
 from lightning_modules.nets.convnet import ConvNet
-from lightning_modules.nets.dcgan import IMAGE_SHAPE, DCGANGenerator
+from lightning_modules.nets.dcgan import DCGANGenerator
 from lightning_modules.nets.gradient_matching import layerwise_gradient_distance
 from lightning_modules.released_sets import balanced_labels, images_of_classes
 from zoo.privacy import PrivacyBarrier
@@ -72,9 +72,9 @@ class PixelSet(nn.Module):
 class GeneratedSet(nn.Module):
     """S as a conditional DCGAN generator's outputs at fixed latent codes (public randomness)."""
 
-    def __init__(self, num_classes: int, per_class: int, code_dim: int, width: int) -> None:
+    def __init__(self, image_shape: Sequence[int], num_classes: int, per_class: int, code_dim: int, width: int) -> None:
         super().__init__()
-        self.generator = DCGANGenerator(code_dim, num_classes, width)
+        self.generator = DCGANGenerator(code_dim, num_classes, width, image_shape)
         codes = torch.randn(num_classes * per_class, code_dim, generator=torch.Generator().manual_seed(0))
         self.register_buffer("codes", codes)
         self.register_buffer("labels", balanced_labels(num_classes, per_class))
@@ -121,14 +121,12 @@ class PrivateSet(DPGenerativeModel):
             raise ValueError("num_classes, images_per_class, width, depth and the loop counts must be positive")
         if min(classifier_lr, set_lr, generator_lr) <= 0:
             raise ValueError("learning rates must be positive")
-        if prior and tuple(image_shape) != IMAGE_SHAPE:
-            raise ValueError(f"the generator prior makes {IMAGE_SHAPE} images, got image_shape {tuple(image_shape)}")
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.automatic_optimization = False
         if prior:
             self.synthetic_set: PixelSet | GeneratedSet = GeneratedSet(
-                num_classes, images_per_class, code_dim, generator_width
+                image_shape, num_classes, images_per_class, code_dim, generator_width
             )
         else:
             self.synthetic_set = PixelSet(image_shape, num_classes, images_per_class)

@@ -48,7 +48,7 @@ def test_evaluate_returns_values_spreads_and_protocols(data_dir):
     "kwargs, message",
     [
         ({"metrics": ("fid", "sharpness")}, "unknown metrics for mnist \\['sharpness'\\]"),
-        ({"metrics": ("cas",), "dataset": "cifar10"}, "unknown dataset 'cifar10'"),
+        ({"metrics": ("cas",), "dataset": "imagenet"}, "unknown dataset 'imagenet'"),
     ],
 )
 def test_bad_requests_fail_before_any_work(kwargs, message):

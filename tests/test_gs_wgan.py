@@ -12,7 +12,9 @@ from safetensors.torch import load_file
 
 from lightning_modules.base import toy_images
 from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_epsilon
-from zoo.hub import save_pretrained
+from lightning_modules.nets.dcgan import DCGANCritic, DCGANGenerator, ResNetGenerator
+from zoo.data import TensorDataModule
+from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPCallback, GradientSanitizer, PrivacyConfigError, PrivateHelpers, epsilon_spent
 from zoo.stages import train
 
@@ -147,8 +149,58 @@ def test_bad_settings_and_data_are_refused_clearly():
         GSWGAN(generator="stylegan")
     with pytest.raises(ValueError, match="positive integers"):
         GSWGAN(critics=0)
-    with pytest.raises(ValueError, match=r"take \(1, 28, 28\) images, got \(1, 8, 8\)"):
+    with pytest.raises(ValueError, match="image_shape must be"):
+        GSWGAN(image_shape=(28, 28))
+    with pytest.raises(ValueError, match=r"built for \(1, 28, 28\) images, got \(1, 8, 8\)"):
         train(tiny_gs_wgan(), toy_images(size=8), DPCallback(noise_multiplier=5.0), max_steps=2, **QUIET)
+
+
+@pytest.mark.parametrize("shape", [(1, 28, 28), (3, 32, 32), (3, 24, 40), (1, 21, 21), (1, 64, 64)])
+def test_the_networks_take_images_of_any_shape(shape):
+    code, labels = torch.rand(5, 10), torch.tensor([0, 1, 2, 0, 1])
+    for network in (DCGANGenerator, ResNetGenerator):
+        images = network(10, 3, 2, image_shape=shape)(code, labels)
+        assert images.shape == (5, *shape) and 0 <= images.min() and images.max() <= 1
+        assert DCGANCritic(3, 2, image_shape=shape)(images, labels).shape == (5,)
+
+
+def test_the_28_by_28_networks_are_the_official_ones():
+    """The official layer shapes (shipped weights keep loading): FC to 4×4×4w, deconvs 5, 5 and 8
+    stride 2; the ResNet's FC to 4×4×4w; the critic's linear layers on 4×4×4w features."""
+    generator = DCGANGenerator(10, 10, 64)
+    shapes = {name: tuple(p.shape) for name, p in generator.named_parameters()}
+    assert shapes == {
+        "fc.weight": (4 * 4 * 4 * 64, 20),
+        "fc.bias": (4 * 4 * 4 * 64,),
+        "deconv1.weight": (4 * 64, 2 * 64, 5, 5),
+        "deconv1.bias": (2 * 64,),
+        "deconv2.weight": (2 * 64, 64, 5, 5),
+        "deconv2.bias": (64,),
+        "deconv3.weight": (64, 1, 8, 8),
+        "deconv3.bias": (1,),
+    }
+    assert generator.deconv3.stride == (2, 2)
+    assert ResNetGenerator(10, 10, 64).fc.weight.shape == (4 * 4 * 4 * 64, 20)
+    critic = DCGANCritic(10, 64)
+    assert critic.score.weight.shape == (1, 4 * 4 * 4 * 64)
+    assert critic.label_embedding.weight.shape == (10, 4 * 4 * 4 * 64)
+
+
+def test_too_small_images_for_the_dcgan_generator_are_refused_clearly():
+    with pytest.raises(ValueError, match=r"at least 21×21 pixels, got 8×8: resize the data"):
+        DCGANGenerator(image_shape=(1, 8, 8))
+    with pytest.raises(ValueError, match=r"at least 21×21 pixels, got 20×32"):
+        GSWGAN(image_shape=(3, 20, 32))
+
+
+def test_a_run_on_colour_images_saves_and_reloads_its_shape(tmp_path):
+    images = torch.rand(60, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    data = TensorDataModule(images, torch.arange(60) % 3, "toy-colour-images", sample_rate=0.25)
+    model = tiny_gs_wgan(image_shape=(3, 32, 32), pretrain_steps=1)
+    train(model, data, DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    reloaded = from_pretrained(save_pretrained(model, tmp_path / "m"))
+    assert torch.equal(reloaded.sample(4, seed=0), model.sample(4, seed=0))
+    assert reloaded.sample(4, seed=0).shape == (4, 3, 32, 32)
 
 
 def test_several_processes_are_refused(monkeypatch):

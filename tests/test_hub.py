@@ -1,7 +1,11 @@
 """save_pretrained → card → from_pretrained, loading by id/folder/Hub cache, and bad folders."""
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -13,7 +17,7 @@ import zoo
 from lightning_modules import DPLFlow
 from tests.toys import ToyData, tiny_trainer
 from zoo.cards import model_cards_index
-from zoo.hub import CheckpointError, from_pretrained, save_pretrained
+from zoo.hub import CheckpointError, SaveTargetError, check_save_target, from_pretrained, save_pretrained
 from zoo.privacy import DPCallback
 from zoo.registry import UnknownModelError
 
@@ -104,6 +108,23 @@ def test_bad_folders_fail_clearly(saved, tmp_path, edit, error, message):
         from_pretrained(broken_copy(saved, tmp_path, edit))
 
 
+def test_corrupt_weights_in_a_local_folder_say_to_re_save_it(saved, tmp_path):
+    with pytest.raises(CheckpointError, match="corrupt or truncated.*re-save the model") as error:
+        from_pretrained(broken_copy(saved, tmp_path, truncate_weights))
+    assert "download it again" not in str(error.value)
+
+
+def test_corrupt_weights_in_the_hub_cache_say_which_cache_folder_to_delete(saved, tmp_path, monkeypatch):
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    populate_hub_cache(tmp_path, "someone/tiny-flow", saved[1])
+    snapshot = tmp_path / "models--someone--tiny-flow" / "snapshots" / ("0" * 40)
+    truncate_weights(snapshot)
+    with pytest.raises(
+        CheckpointError, match="corrupt or truncated.*download it again: delete .*models--someone--tiny-flow,"
+    ):
+        from_pretrained(snapshot)
+
+
 def test_a_model_without_ledger_cannot_be_released(tmp_path):
     with pytest.raises(CheckpointError, match="no privacy ledger"):
         save_pretrained(DPLFlow(**TINY), tmp_path / "untrained")
@@ -118,6 +139,43 @@ def test_load_by_id_from_checkpoints_and_list_models(saved, tmp_path, monkeypatc
     assert torch.equal(zoo.load("tiny-flow").sample(2, seed=0), saved[0].sample(2, seed=0))
     with pytest.raises(UnknownModelError, match="unknown model 'nope'.*Known ids: \\['tiny-flow'\\]"):
         zoo.load("nope")
+
+
+def test_an_unknown_id_is_answered_from_names_alone(saved, tmp_path, monkeypatch):
+    """No Hub call and no guarantee computed (list_models recomputes every checkpoint's ε: tens of seconds)."""
+    shutil.copytree(saved[1], tmp_path / "tiny-flow")
+    monkeypatch.setenv("DPZOO_CHECKPOINTS_DIR", str(tmp_path))
+    published = {"published-flow": {"hub_repo": "someone/published-flow"}}
+    monkeypatch.setattr("zoo.registry.model_index", lambda: published)
+    monkeypatch.setattr("zoo.loading.model_index", lambda: published)
+    monkeypatch.setattr("zoo.loading.snapshot_download", lambda *a, **k: pytest.fail("the Hub was called"))
+    monkeypatch.setattr("zoo.privacy.PrivacyLedger.guarantees", lambda self: pytest.fail("a guarantee was computed"))
+    with pytest.raises(
+        UnknownModelError, match="unknown model 'tiny-flo'.*Known ids: \\['tiny-flow', 'published-flow'\\]"
+    ):
+        zoo.load("tiny-flo")
+
+
+def test_a_published_id_is_fetched_from_the_hub(saved, tmp_path, monkeypatch):
+    monkeypatch.setenv("DPZOO_CHECKPOINTS_DIR", str(tmp_path))
+    monkeypatch.setattr("zoo.loading.model_index", lambda: {"published-flow": {"hub_repo": "someone/published-flow"}})
+    fetched = []
+    monkeypatch.setattr("zoo.loading.snapshot_download", lambda repo_id, **kwargs: fetched.append(repo_id) or saved[1])
+    assert torch.equal(zoo.load("published-flow").sample(2, seed=0), saved[0].sample(2, seed=0))
+    assert fetched == ["someone/published-flow"]
+
+
+def test_an_unknown_id_fails_without_importing_torch(tmp_path):
+    """Importing torch, Lightning and the accountants takes seconds: a typo must not wait for them."""
+    probe = (
+        "import sys, zoo\n"
+        "from zoo.registry import UnknownModelError\n"
+        "try:\n    zoo.load('no-such-model')\nexcept UnknownModelError:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'pytorch_lightning', 'opacus') if m in sys.modules))"
+    )
+    env = {**os.environ, "DPZOO_CHECKPOINTS_DIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert result.stdout.strip() == "[]"
 
 
 def populate_hub_cache(cache, repo_id, folder):
@@ -208,7 +266,7 @@ def test_a_failed_save_over_an_existing_folder_keeps_it_whole(saved, tmp_path, m
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     monkeypatch.setattr("zoo.hub.model_card", lambda *args: (_ for _ in ()).throw(RuntimeError("interrupted")))
     with pytest.raises(RuntimeError, match="interrupted"):
-        save_pretrained(model, folder, weights_dtype="float16")
+        save_pretrained(model, folder, weights_dtype="float16", overwrite=True)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
 
@@ -221,3 +279,44 @@ def test_card_states_the_neighbouring_relation_and_that_the_dataset_size_is_publ
     assert "number of training records" in privacy["public"]
     text = (folder / "README.md").read_text()
     assert "Treated as public, as in Opacus: the number of training records" in text
+
+
+@pytest.mark.parametrize("existing", ["config.json", "model.safetensors"])
+def test_save_refuses_a_folder_that_holds_a_model_unless_overwrite(saved, tmp_path, existing):
+    model, folder = saved
+    target = tmp_path / "taken"
+    target.mkdir()
+    shutil.copy2(folder / existing, target / existing)
+    with pytest.raises(SaveTargetError, match="taken already holds a model; pass overwrite=True"):
+        save_pretrained(model, target)
+    assert [p.name for p in target.iterdir()] == [existing]
+    save_pretrained(model, target, overwrite=True)
+    assert torch.equal(from_pretrained(target).sample(2, seed=0), model.sample(2, seed=0))
+
+
+def test_check_save_target_accepts_a_new_or_empty_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert check_save_target(tmp_path / "empty") == tmp_path / "empty"
+    assert check_save_target(str(tmp_path / "new" / "nested")) == tmp_path / "new" / "nested"
+    assert not (tmp_path / "new").exists()
+
+
+def test_check_save_target_refuses_a_file_on_the_way(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SaveTargetError, match="file.*it is a file, not a folder"):
+        check_save_target(tmp_path / "file")
+    with pytest.raises(SaveTargetError, match="file/model: .*file is a file, not a folder"):
+        check_save_target(tmp_path / "file" / "model", overwrite=True)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_save_into_a_read_only_folder_fails_with_one_clear_error(saved, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        for target in (locked / "model", locked / "deeper" / "model"):
+            message = re.escape(f"cannot save a model to {target}: {locked} is not writable")
+            with pytest.raises(SaveTargetError, match=message):
+                save_pretrained(saved[0], target)
+    finally:
+        locked.chmod(0o700)

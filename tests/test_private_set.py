@@ -132,8 +132,17 @@ def test_the_generator_prior_trains_the_generator_and_keeps_s_in_range():
     assert not torch.equal(images, before)
 
 
+def test_the_generator_prior_makes_colour_images():
+    images = torch.rand(60, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    data = TensorDataModule(images, torch.arange(60) % 3, "toy-colour-images", sample_rate=0.25)
+    model = trained_set(data, prior=True, image_shape=(3, 32, 32), generator_width=2, width=4, depth=2)
+    images, labels = model.released_set()
+    assert images.shape == (6, 3, 32, 32) and labels.tolist() == [0, 0, 1, 1, 2, 2]
+    assert model.sample(4, seed=0).shape == (4, 3, 32, 32)
+
+
 def test_clear_errors_for_bad_settings_and_data():
-    with pytest.raises(ValueError, match="generator prior makes"):
+    with pytest.raises(ValueError, match="at least 21×21 pixels, got 8×8"):
         PrivateSet(prior=True, image_shape=(1, 8, 8))
     with pytest.raises(ValueError, match="positive"):
         PrivateSet(images_per_class=0)

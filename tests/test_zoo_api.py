@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import socket
 import uuid
 
 import pytest
@@ -14,7 +15,7 @@ from lightning_modules.base import DPGenerativeModel
 from tests.test_hub import tiny_private_flow
 from tests.toys import ToyData
 from zoo.cli import main
-from zoo.hub import from_pretrained, save_pretrained
+from zoo.hub import HubUnavailableError, from_pretrained, push_folder, save_pretrained
 from zoo.privacy import PrivacyConfigError
 
 
@@ -157,6 +158,51 @@ def test_cli_list_and_model_cards_check(tmp_path, monkeypatch, capsys):
     assert main(["list"]) == 0 and "no models yet" in capsys.readouterr().out
     assert main(["model-cards", "--check"]) == 1  # tmp_path has no MODEL_CARDS.md
     assert main(["sample", "missing-model"]) == 2 and "unknown model 'missing-model'" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def saved_folder(tmp_path_factory):
+    return save_pretrained(tiny_private_flow(), tmp_path_factory.mktemp("push") / "tiny-flow")
+
+
+@pytest.fixture
+def no_saved_token(tmp_path, monkeypatch):
+    """No token anywhere huggingface_hub looks: environment, saved login (its path is read at import)."""
+    from huggingface_hub import constants
+
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "hf-home" / "token"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
+def test_push_without_a_token_fails_at_once_in_one_line(saved_folder, no_saved_token, monkeypatch, capsys):
+    monkeypatch.setattr("zoo.hub.HfApi", lambda **kwargs: pytest.fail("the Hub was called"))
+    with pytest.raises(HubUnavailableError, match="no Hugging Face token: pass token=.*HF_TOKEN.*login"):
+        zoo.push_to_hub(object(), "me/tiny-flow")  # refused before the model is touched
+    assert main(["push", str(saved_folder), "--repo", "me/tiny-flow"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("dpzoo push: error: no Hugging Face token") and error.count("\n") == 1
+
+
+def test_push_offline_says_publishing_needs_the_network(saved_folder, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(HubUnavailableError, match="needs the network, but HF_HUB_OFFLINE is set"):
+        push_folder(saved_folder, "me/tiny-flow", token="hf_not_used")
+
+
+def test_push_to_an_unreachable_hub_names_the_repository(saved_folder, no_saved_token, monkeypatch):
+    from huggingface_hub import constants
+
+    with socket.socket() as closed:  # bound, never listening: connecting is refused at once
+        closed.bind(("127.0.0.1", 0))
+        monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{closed.getsockname()[1]}")
+        with pytest.raises(HubUnavailableError, match="cannot reach the Hugging Face Hub to publish me/tiny-flow: "):
+            push_folder(saved_folder, "me/tiny-flow", token="hf_not_used")
 
 
 @pytest.mark.skipif(not os.environ.get("HF_TOKEN"), reason="pushing to the real Hub needs HF_TOKEN")

@@ -17,13 +17,12 @@ ROW_SUFFIXES = (".csv", ".npy", ".png")
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
-    """Errors that mean bad input, answered with their message instead of a traceback."""
-    from zoo.data.images import DataNotFoundError
+    """Errors that mean bad input, answered with their message instead of a traceback (the privacy,
+    data and shape errors are ValueErrors or FileNotFoundErrors; these imports stay light)."""
     from zoo.layout import CheckpointError
-    from zoo.privacy.errors import PrivacyConfigError
     from zoo.registry import UnknownModelError
 
-    return (PrivacyConfigError, DataNotFoundError, CheckpointError, UnknownModelError, ValueError, FileNotFoundError)
+    return (CheckpointError, UnknownModelError, ValueError, FileNotFoundError)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -49,9 +48,10 @@ def _sample(args: argparse.Namespace) -> int:
             f"{', '.join(ROW_SUFFIXES)} (rows); got {out.suffix or 'no suffix'!r}"
         )
     from zoo.loading import load
-    from zoo.privacy.pac import describe_pac
 
     model = load(args.model)
+    from zoo.privacy.pac import describe_pac  # after load: an unknown id answers before torch is imported
+
     labels = [int(v) for v in args.labels.split(",")] if args.labels else None
     samples = model.sample(args.n, labels=labels, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -111,9 +111,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     from zoo.metrics.evaluate import evaluator_of
     from zoo.metrics.publication import check_publishable
 
-    metrics = tuple(args.metrics.split(","))
+    metrics = tuple(args.metrics.split(",")) if args.metrics else None
     if args.write_card:
-        check_publishable(metrics)  # before any work
+        check_publishable(metrics or ())  # before any work
     folder = resolve(args.model)
     options = {
         "runs": args.runs,
@@ -121,6 +121,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         "feature_extractor_weights_path": args.feature_extractor_weights,
         "label": args.label,
         "split": args.split,
+        "reference": args.reference,
     }
     evaluation = evaluate(
         folder,
@@ -222,13 +223,23 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     )
     sample.set_defaults(run=_sample)
 
-    metric_help = "comma-separated (default: fid_lenet,cas)"
+    metric_help = "comma-separated (default: fid_lenet,cas for mnist/fashion_mnist, fid,cas for an image folder)"
     if list_metrics:
         metric_help += f". By dataset: {_metric_names()}"
     evaluate = commands.add_parser("evaluate", help="evaluate a model: torch-fidelity metrics, CAS, densities")
     evaluate.add_argument("model", help="model id, folder, or hf-hub:org/name")
-    evaluate.add_argument("--dataset", default="mnist", help="real data to compare with (default: mnist)")
-    evaluate.add_argument("--metrics", default="fid_lenet,cas", help=metric_help)
+    evaluate.add_argument(
+        "--dataset",
+        default="mnist",
+        help="real data to compare with: a named dataset, or an image folder (evaluated on its test/ part); "
+        "default: mnist",
+    )
+    evaluate.add_argument(
+        "--reference",
+        default=None,
+        help="image folders without test/: a folder of held-out images (root/<class>/*) to evaluate against",
+    )
+    evaluate.add_argument("--metrics", default=None, help=metric_help)
     evaluate.add_argument("--label", type=int, default=None, help="images: compare with one class (one-class models)")
     evaluate.add_argument(
         "--num-samples", type=int, default=None, help="synthetic samples (default: 10000 images; tables: training rows)"

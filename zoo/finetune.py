@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 
 from zoo.loading import load
 from zoo.privacy import DPCallback, PrivacyBarrier, PrivacyConfigError
+from zoo.shapes import check_model_fits_data
 from zoo.stages import train
 
 
@@ -59,6 +60,14 @@ def finetune(
     """
     model = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
     check_finetunable(model)
+    check_model_fits_data(
+        model,
+        datamodule,
+        "fine-tune",
+        "Train a new model on this data from a recipe instead (dpzoo fit --config configs/<recipe>.yaml "
+        "--images PATH builds the model for the folder's images and classes)",
+    )
+    check_same_split(model.privacy_ledger, datamodule)
     if max_grad_norm is None:
         max_grad_norm = model.privacy_ledger.entries[-1].clip_norm
     privacy = DPCallback(
@@ -72,3 +81,20 @@ def finetune(
     model.train()
     train(model, datamodule, privacy, max_steps=max_steps, **options)
     return model.eval()
+
+
+def check_same_split(ledger: Any, datamodule: Any) -> None:
+    """The same images split another way get another dataset id, and the ledger would not compose the
+    two uses of the records they share: refuse a fine-tune on another split of data already in the ledger."""
+    records = getattr(datamodule, "records_id", None)
+    if records is None:
+        return
+    whole = datamodule.partition_of or datamodule.dataset_id
+    for entry in ledger.entries:
+        earlier = entry.partition_of or entry.dataset_id
+        if earlier.startswith(f"{records}/") and earlier != whole:
+            raise PrivacyConfigError(
+                f"the model was trained on these images as {earlier}; fine-tuning on them as {whole} would "
+                "count their shared records twice apart instead of composing: use the same validation_size "
+                "and split_seed as before"
+            )

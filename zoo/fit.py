@@ -1,10 +1,15 @@
 """``dpzoo fit``: train any method from a YAML recipe (LightningCLI parses it) by running the
 method's stages (``zoo.stages.train``) with the recipe's DPCallback as the budget, and write
 the result in Hub layout. ``--per_class K`` trains one model per class 0..K-1, each on its own
-partition, released as one class-conditional model (parallel composition)."""
+partition, released as one class-conditional model (parallel composition).
+
+Any image recipe runs on a folder of your own images (``--images PATH``): the model is built for
+the data's image shape and class count (``zoo.shapes``) unless the command line sets them."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import shlex
 import warnings
 from collections.abc import Sequence
@@ -16,16 +21,37 @@ from pytorch_lightning.cli import LightningCLI
 
 from lightning_modules.base import DPGenerativeModel
 from lightning_modules.partitioned import PerClassModel
-from zoo.hub import save_pretrained
+from zoo.data.image_folder import ImageFolderDataModule
+from zoo.hub import check_save_target, save_pretrained
 from zoo.privacy import DPCallback, PrivacyConfigError
 from zoo.privacy.pac import PACPrivacy
+from zoo.shapes import DataShapeError, data_arguments_of, model_for_data
 from zoo.stages import train
+
+IMAGES_OPTION = "--images"
+#: what a recipe's data block passes on to a user's image folder: the rest is the folder's own default
+KEPT_FROM_RECIPE = ("sample_rate",)
 
 
 class DPZooCLI(LightningCLI):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = list(kwargs["args"])
+        super().__init__(*args, **kwargs)
+
     def add_arguments_to_parser(self, parser) -> None:  # type: ignore[no-untyped-def]
         parser.add_argument(
             "--save_pretrained", type=str | None, default=None, help="write the trained model here in Hub layout"
+        )
+        parser.add_argument(
+            IMAGES_OPTION,
+            type=str | None,
+            default=None,
+            help="train on your own image folder (root/<class>/*.png, optionally root/train + root/test): short for "
+            "--data zoo.data.ImageFolderDataModule --data.root PATH. The model takes the folder's image shape "
+            "and class count unless set here; the recipe's data settings other than sample_rate do not apply.",
+        )
+        parser.add_argument(
+            "--overwrite", action="store_true", help="replace a model already in the --save_pretrained folder"
         )
         parser.add_argument("--model_id", default=None, help="model id for the card (default: the folder name)")
         parser.add_argument("--selection", default=None, help="how the recipe was chosen (stated in the card)")
@@ -40,6 +66,51 @@ class DPZooCLI(LightningCLI):
             help="resume the plan from a checkpoint written during a stage",
         )
 
+    def before_instantiate_classes(self) -> None:
+        """A recipe's data settings belong to its named dataset: on an image folder only ``sample_rate``
+        carries over, and the rest takes the folder's defaults unless the command line sets it."""
+        data = self.config["data"]
+        if data is None or _import(data["class_path"]) is not ImageFolderDataModule:
+            return
+        given = command_line_keys(self.args)
+        for name, parameter in inspect.signature(ImageFolderDataModule).parameters.items():
+            if name not in KEPT_FROM_RECIPE and f"data.{name}" not in given and name in data["init_args"]:
+                data["init_args"][name] = parameter.default
+
+
+def _import(class_path: str) -> Any:
+    module, _, name = class_path.rpartition(".")
+    return getattr(importlib.import_module(module), name, None)
+
+
+def command_line_keys(argv: Sequence[str]) -> set[str]:
+    """Options given on the command line rather than by a recipe: ``--model.init_args.image_shape``
+    and ``--model.image_shape=...`` are both ``model.image_shape``."""
+    keys = set()
+    for token in argv:
+        if token.startswith("--"):
+            key = token[2:].split("=", 1)[0].replace(".init_args.", ".")
+            keys.add("data.root" if key == IMAGES_OPTION[2:] else key)
+    return keys
+
+
+def _expand_images(argv: Sequence[str]) -> list[str]:
+    """``--images PATH`` as LightningCLI's ``--data ImageFolderDataModule --data.root PATH``, placed last so
+    that it replaces the recipe's data wherever it stands on the command line."""
+    expanded: list[str] = []
+    images: list[str] = []
+    tokens = iter(argv)
+    for token in tokens:
+        name, _, value = token.partition("=")
+        if name != IMAGES_OPTION:
+            expanded.append(token)
+            continue
+        root = value or next(tokens, None)
+        if not root:
+            raise ValueError(f"{IMAGES_OPTION} needs the path of an image folder")
+        images = ["--data", "zoo.data.ImageFolderDataModule", "--data.root", root]
+    return [*expanded, *images]
+
 
 def _cli(args: Sequence[str]) -> DPZooCLI:
     # dpzoo passes its own argv on as ``args``; Lightning warns when sys.argv is also set
@@ -49,7 +120,7 @@ def _cli(args: Sequence[str]) -> DPZooCLI:
         LightningDataModule,
         subclass_mode_model=True,
         subclass_mode_data=True,
-        args=list(args),
+        args=_expand_images(args),
         run=False,
         save_config_callback=None,
     )
@@ -74,9 +145,9 @@ def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
     cli = _cli(argv)
     options = cli.config
     privacy, callbacks, trainer_options = _budget_and_trainer_options(cli)
-    model: DPGenerativeModel = cli.model
-    if options.get("per_class"):
-        model = PerClassModel(model.method, model.architecture(), options["per_class"])
+    if options.get("save_pretrained"):
+        check_save_target(options["save_pretrained"], overwrite=options.get("overwrite", False))
+    model = _model_for_data(cli.model, cli.datamodule, options.get("per_class") or 0, command_line_keys(argv))
     train(model, cli.datamodule, privacy, callbacks=callbacks, ckpt_path=options.get("ckpt_path"), **trainer_options)
     if options.get("save_pretrained"):
         configs = [str(c) for c in options.get("config") or []]
@@ -91,6 +162,21 @@ def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
             model_id=options.get("model_id"),
             recipe=recipe,
             weights_dtype=options.get("weights_dtype") or "float32",
+            overwrite=options.get("overwrite", False),
         )
         print(f"saved {folder}")
     return model
+
+
+def _model_for_data(model: DPGenerativeModel, data: Any, per_class: int, given: set[str]) -> DPGenerativeModel:
+    """The recipe's model built for the data's image shape (and class count), checked before any training;
+    ``per_class`` follows the data's class count unless the command line sets it."""
+    model = model_for_data(model, data, pinned={k.removeprefix("model.") for k in given if k.startswith("model.")})
+    if not per_class:
+        return model
+    classes = data_arguments_of(data).get("num_classes", per_class)
+    if "per_class" in given:  # the first per_class classes only, as the user asks
+        if per_class > classes:
+            raise DataShapeError(f"--per_class {per_class} was given, but the data has {classes} classes")
+        classes = per_class
+    return PerClassModel(model.method, model.architecture(), classes)

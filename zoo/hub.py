@@ -7,6 +7,7 @@ card comes from ``zoo.cards``, the picture from the model itself (``sample_pictu
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from huggingface_hub import HfApi, constants, get_token
+from huggingface_hub.errors import HfHubHTTPError
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
@@ -26,6 +29,7 @@ from zoo.layout import (
     WEIGHTS_NAME,
     CheckpointError,
     default_load_name,
+    holds_model,
     load_config,
     published_files,
     write_config,
@@ -33,7 +37,32 @@ from zoo.layout import (
 from zoo.privacy import PrivacyLedger
 from zoo.registry import method_class
 
-__all__ = ["CheckpointError", "from_pretrained", "push_folder", "push_to_hub", "save_pretrained"]
+__all__ = [
+    "CheckpointError",
+    "HubUnavailableError",
+    "SaveTargetError",
+    "check_save_target",
+    "from_pretrained",
+    "push_folder",
+    "push_to_hub",
+    "save_pretrained",
+]
+
+#: the transport errors of the HTTP client huggingface_hub uses: httpx2 (2.x), httpx (1.x) or requests (0.x)
+_CLIENT_NETWORK_ERRORS = (
+    ("httpx2", "TransportError"),
+    ("httpx", "TransportError"),
+    ("requests", "ConnectionError"),
+    ("requests", "Timeout"),
+)
+
+
+class SaveTargetError(CheckpointError):
+    """A folder ``save_pretrained`` must not or cannot write: it already holds a model, or is not writable."""
+
+
+class HubUnavailableError(CheckpointError):
+    """Publishing cannot happen: offline, no token, or the Hub unreachable or refusing the upload."""
 
 
 def released_state_dict(model: Any) -> dict[str, torch.Tensor]:
@@ -91,15 +120,17 @@ def save_pretrained(
     weights_dtype: str = "float32",
     sample_seed: int = 0,
     load_as: str | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write the Hub layout of ``model`` into ``directory`` (created if needed).
 
+    A folder that already holds a model is replaced only with ``overwrite`` (``check_save_target``).
     Every file is written to a staging folder first and moved in only when all succeeded, so a
     failure never leaves a half-written model. ``load_as`` is what the card's usage snippet passes
     to ``zoo.load`` (default: the model id for a shipped checkpoint, else ``directory``)."""
     if weights_dtype not in ("float32", "float16"):
         raise ValueError(f"weights_dtype must be 'float32' or 'float16', got {weights_dtype!r}")
-    directory = Path(directory)
+    directory = check_save_target(directory, overwrite)
     model_id = model_id or directory.name
     config = build_config(model, model_id, recipe, evaluation, weights_dtype)
     state = released_state_dict(model)
@@ -118,6 +149,33 @@ def save_pretrained(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return directory
+
+
+def check_save_target(directory: str | Path, overwrite: bool = False) -> Path:
+    """``directory`` as a Path if ``save_pretrained`` may write a model there, else a SaveTargetError
+    naming the reason. It writes nothing, so ``dpzoo fit`` calls it before training, not after."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise SaveTargetError(f"cannot save a model to {directory}: it is a file, not a folder")
+    if not overwrite and holds_model(directory):
+        raise SaveTargetError(
+            f"{directory} already holds a model; pass overwrite=True (dpzoo fit: --overwrite) to replace it"
+        )
+    for folder in _folders_written(directory):
+        if not folder.is_dir():
+            raise SaveTargetError(f"cannot save a model to {directory}: {folder} is a file, not a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise SaveTargetError(f"cannot save a model to {directory}: {folder} is not writable")
+    return directory
+
+
+def _folders_written(directory: Path) -> list[Path]:
+    """The existing folders a save writes in: the nearest existing ancestor of ``directory.parent``
+    (missing parents are created there, then the staging folder beside ``directory``), and
+    ``directory`` itself when it exists (the files are moved into it)."""
+    parent = directory.parent
+    nearest = next(folder for folder in (parent, *parent.parents) if folder.exists())
+    return [directory, nearest] if directory.is_dir() else [nearest]
 
 
 def from_pretrained(directory: str | Path) -> Any:
@@ -140,7 +198,8 @@ def from_pretrained(directory: str | Path) -> Any:
     try:
         state = load_file(str(weights))
     except (SafetensorError, OSError) as error:
-        raise CheckpointError(f"{weights} is corrupt or truncated ({error}); download it again") from None
+        advice = _corrupt_weights_advice(directory)
+        raise CheckpointError(f"{weights} is corrupt or truncated ({error}); {advice}") from None
     for name in cls.released_modules:
         prefix = f"{name}."
         part = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
@@ -156,8 +215,18 @@ def from_pretrained(directory: str | Path) -> Any:
     return model.eval()
 
 
+def _corrupt_weights_advice(directory: Path) -> str:
+    """A download is fetched again, but only once its cache folder is gone (the cache keeps the broken
+    copy); a local folder has no copy to fetch."""
+    cache, folder = Path(constants.HF_HUB_CACHE).resolve(), directory.resolve()
+    if folder != cache and folder.is_relative_to(cache):
+        return f"download it again: delete {cache / folder.relative_to(cache).parts[0]}, then load the model again"
+    return "re-save the model with save_pretrained, or check that this is a dpzoo model folder"
+
+
 def push_to_hub(model: Any, repo_id: str, token: str | None = None, private: bool = False, **save_kwargs: Any) -> str:
     """Save ``model`` in Hub layout and upload it to ``repo_id``; returns the commit URL."""
+    token = _hub_token(token)
     with tempfile.TemporaryDirectory() as folder:
         model_id = save_kwargs.pop("model_id", repo_id.split("/")[-1])
         save_pretrained(model, folder, model_id=model_id, load_as=f"hf-hub:{repo_id}", **save_kwargs)
@@ -167,6 +236,7 @@ def push_to_hub(model: Any, repo_id: str, token: str | None = None, private: boo
 def push_folder(directory: str | Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
     """Upload an existing model folder (after checking that it loads), its card's usage snippet
     pointing at the Hub repository."""
+    token = _hub_token(token)
     from_pretrained(directory)
     with tempfile.TemporaryDirectory() as folder:
         for name in published_files(directory):
@@ -175,18 +245,51 @@ def push_folder(directory: str | Path, repo_id: str, token: str | None = None, p
         return _upload(folder, repo_id, token, private)
 
 
-def _upload(folder: str, repo_id: str, token: str | None, private: bool) -> str:
-    from huggingface_hub import HfApi
+def _hub_token(token: str | None) -> str:
+    """The token to publish with, checked before any work is done: offline or without a token the
+    upload can only fail, after saving, with huggingface_hub's own error."""
+    if constants.HF_HUB_OFFLINE:
+        raise HubUnavailableError("publishing to the Hugging Face Hub needs the network, but HF_HUB_OFFLINE is set")
+    token = token or get_token()
+    if not token:
+        raise HubUnavailableError(
+            "no Hugging Face token: pass token=... (dpzoo push: --token), set HF_TOKEN or run `hf auth login`"
+        )
+    return token
 
+
+def _upload(folder: str, repo_id: str, token: str, private: bool) -> str:
     api = HfApi(token=token)
-    api.create_repo(repo_id, private=private, exist_ok=True)
-    commit = api.upload_folder(
-        repo_id=repo_id,
-        folder_path=folder,
-        allow_patterns=published_files(folder),
-        commit_message="Upload dpzoo model",
-    )
+    try:
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=folder,
+            allow_patterns=published_files(folder),
+            commit_message="Upload dpzoo model",
+        )
+    except HfHubHTTPError as error:
+        raise HubUnavailableError(f"the Hugging Face Hub refused to publish {repo_id}: {_one_line(error)}") from None
+    except _network_errors() as error:
+        reason = _one_line(error)
+        raise HubUnavailableError(f"cannot reach the Hugging Face Hub to publish {repo_id}: {reason}") from None
     return str(commit.commit_url)
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """Connection failures and timeouts, whichever HTTP client this huggingface_hub uses."""
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]  # OfflineModeIsEnabled is a ConnectionError
+    for module, name in _CLIENT_NETWORK_ERRORS:
+        try:
+            errors.append(getattr(importlib.import_module(module), name))
+        except ImportError:
+            continue
+    return tuple(errors)
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def _jsonable(value: Any) -> Any:

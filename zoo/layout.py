@@ -19,7 +19,13 @@ _REQUIRED_CONFIG_KEYS = ("format", "method", "architecture", "released_modules",
 
 
 class CheckpointError(ValueError):
-    """A model folder that cannot be loaded as it is: missing, corrupt or inconsistent."""
+    """A model folder that cannot be loaded as it is (missing, corrupt or inconsistent), or written or
+    published where asked."""
+
+
+def holds_model(directory: str | Path) -> bool:
+    """Whether ``directory`` already holds a model (its config or its weights)."""
+    return any((Path(directory) / name).is_file() for name in (CONFIG_NAME, WEIGHTS_NAME))
 
 
 def load_config(directory: str | Path) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""Find a model by id, folder or Hub repository, and list what can be loaded."""
+"""Find a model by id, folder or Hub repository, and list what can be loaded.
+
+Torch, the accountants and the card code are imported by the functions that need them, so that an
+unknown id is answered without them."""
 
 from __future__ import annotations
 
@@ -9,10 +12,8 @@ from huggingface_hub import constants, snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
 
 import zoo
-from zoo.cards import display_method, guarantee_summary, is_pac, privacy_metadata
-from zoo.hub import from_pretrained
 from zoo.layout import CONFIG_NAME, HUB_FILES, load_config
-from zoo.registry import UnknownModelError, checkpoints_dir, model_index
+from zoo.registry import UnknownModelError, checkpoints_dir, model_ids, model_index
 
 HUB_PREFIX = "hf-hub:"
 
@@ -22,6 +23,8 @@ def list_models() -> list[dict[str, Any]]:
 
     ``guarantee`` states each model's guarantee in its own notion; ``epsilon`` and ``delta`` are None
     for a PAC-private model (it has no (ε, δ)), whose ``pac`` holds its bounds instead."""
+    from zoo.cards import display_method, guarantee_summary, is_pac, privacy_metadata
+
     models: dict[str, dict[str, Any]] = {}
     for config_path in sorted(checkpoints_dir().glob(f"*/{CONFIG_NAME}")):
         config = load_config(config_path.parent)
@@ -60,7 +63,7 @@ def resolve(name: str | Path) -> Path:
     entry = model_index().get(name)
     if entry is not None:
         return _snapshot(entry["hub_repo"], looked)
-    known = [m["model_id"] for m in list_models()]
+    known = model_ids()
     raise UnknownModelError(
         f"unknown model {name!r}: not a folder, not in {checkpoints_dir()} and not a published id. "
         f"Known ids: {known or 'none yet'}; a Hub repository is loaded with 'hf-hub:org/name'."
@@ -87,4 +90,7 @@ def _snapshot(repo_id: str, looked: list[str]) -> Path:
 
 def load(name: str | Path) -> Any:
     """The pretrained model, in eval mode, with its privacy ledger (``model.privacy_ledger``)."""
-    return from_pretrained(resolve(name))
+    folder = resolve(name)  # before torch is imported: an unknown id fails at once
+    from zoo.hub import from_pretrained
+
+    return from_pretrained(folder)

@@ -9,6 +9,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from zoo.layout import CONFIG_NAME
+
 _METHODS: dict[str, type] = {}
 CHECKPOINTS_ENV = "DPZOO_CHECKPOINTS_DIR"
 #: the package whose import registers every method (imported on the first lookup)
@@ -48,3 +50,15 @@ def checkpoints_dir() -> Path:
 def model_index() -> dict[str, dict[str, Any]]:
     """Published model ids with their Hub repository, method, dataset and (ε, δ)."""
     return json.loads(resources.files("zoo").joinpath("model_index.json").read_text())
+
+
+def shipped_ids() -> list[str]:
+    """Ids of the checkpoints in ``checkpoints_dir()``: the folders holding a config.json."""
+    return sorted(path.parent.name for path in checkpoints_dir().glob(f"*/{CONFIG_NAME}"))
+
+
+def model_ids() -> list[str]:
+    """Every id ``zoo.load`` knows, shipped first, then published. Names only: no config is read, no
+    guarantee computed, so an unknown id is answered at once."""
+    shipped = shipped_ids()
+    return shipped + [model_id for model_id in model_index() if model_id not in shipped]

@@ -23,10 +23,10 @@ class ConvNet(nn.Module):
         norm_affine: bool = True,
     ) -> None:
         super().__init__()
-        channels, height, _ = image_shape
+        channels, height, width_px = image_shape
         first_padding = 3 if height == 28 else 1
         layers: list[nn.Module] = []
-        size = height + 2 * (first_padding - 1)
+        sizes = [side + 2 * (first_padding - 1) for side in (height, width_px)]
         for d in range(depth):
             layers += [
                 nn.Conv2d(channels if d == 0 else width, width, 3, padding=first_padding if d == 0 else 1),
@@ -34,11 +34,13 @@ class ConvNet(nn.Module):
                 nn.ReLU(),
                 nn.AvgPool2d(2),
             ]
-            size //= 2
-        if size < 1:
-            raise ValueError(f"a depth-{depth} ConvNet pools a {height}-pixel image to nothing; use a smaller depth")
+            sizes = [side // 2 for side in sizes]
+        if min(sizes) < 1:
+            raise ValueError(
+                f"a depth-{depth} ConvNet pools a {height}×{width_px} image to nothing; use a smaller depth"
+            )
         self.features = nn.Sequential(*layers, nn.Flatten())
-        self.classifier = nn.Linear(width * size * size, num_classes)
+        self.classifier = nn.Linear(width * sizes[0] * sizes[1], num_classes)
 
     def forward(self, images: Tensor) -> Tensor:
         return self.classifier(self.features(images))

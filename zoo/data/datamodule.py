@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader, TensorDataset
 
-from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.data.images import IMAGE_DATASETS, IMAGE_SHAPES, load_images
 from zoo.data.partition import train_validation_split
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
@@ -16,7 +16,7 @@ DEFAULT_SPLIT_SEED = 0
 
 
 class ImageDataModule(pl.LightningDataModule):
-    """MNIST or Fashion-MNIST, optionally one class only (a disjoint partition).
+    """MNIST, Fashion-MNIST or CIFAR-10, optionally one class only (a disjoint partition).
 
     The training split minus ``validation_size`` held-out images is the private data,
     served by Poisson sampling at ``sample_rate``. The validation split is carved from
@@ -61,6 +61,13 @@ class ImageDataModule(pl.LightningDataModule):
             self.sampling_seed,
             self.eval_batch_size,
         )
+
+    #: every named dataset has 10 classes
+    num_classes = 10
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        return IMAGE_SHAPES[self.dataset]
 
     @property
     def partition_of(self) -> str | None:

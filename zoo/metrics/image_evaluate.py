@@ -1,10 +1,11 @@
-"""Evaluation of image generators against MNIST or Fashion-MNIST (registered with ``zoo.metrics.datasets``)."""
+"""Evaluation of image generators against MNIST, Fashion-MNIST or an image folder's held-out images
+(registered with ``zoo.metrics.datasets``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.data.images import IMAGE_DATASETS
 from zoo.metrics.audit import membership_audit
 from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
@@ -12,11 +13,18 @@ from zoo.metrics.datasets import Evaluator, register_evaluator
 from zoo.metrics.density import heldout_log_likelihood, ood_auroc
 from zoo.metrics.fidelity import FIDELITY_METRICS, fidelity_metrics
 from zoo.metrics.privacy_score import privacy_score_lenet
+from zoo.metrics.reference import ReferenceImages, is_image_folder, reference_images
 from zoo.metrics.set_accuracy import set_accuracy
+from zoo.shapes import DataShapeError
 
 CAS_METRICS = ("cas", *(f"cas_{c}" for c in CLASSIFIERS))
 DENSITY_METRICS = {"ood_auroc": ood_auroc, "log_likelihood": heldout_log_likelihood}
 IMAGE_METRICS = (*FIDELITY_METRICS, *CAS_METRICS, "set_accuracy", *DENSITY_METRICS, "privacy_score_lenet", "audit")
+#: dpzoo's LeNet was trained on MNIST and Fashion-MNIST: its features say nothing about other images
+LENET_METRICS = ("fid_lenet", "kid_lenet", "isc_lenet", "privacy_score_lenet")
+LENET_DATASETS = ("mnist", "fashion_mnist")
+#: metrics that compare labels of samples and real images
+LABELLED_METRICS = (*CAS_METRICS, "set_accuracy", "ood_auroc")
 
 
 def evaluate_images(
@@ -32,24 +40,29 @@ def evaluate_images(
     feature_extractor_weights_path: str | None = None,
     label: int | None = None,
     audit_size: int = 2000,
+    reference: str | None = None,
 ) -> dict[str, Any]:
     """torch-fidelity metrics, CAS and the P3DM privacy score on ``num_samples`` samples (default
-    10,000) against the test split, densities of the test split, and the membership audit (a local
-    diagnostic); see ``zoo.evaluate``. ``figures`` is part of the evaluator interface; images add none
-    (samples.png shows them)."""
+    10,000) against the evaluation images (``zoo.metrics.reference``: a named dataset's test split, an
+    image folder's ``test/``, or the held-out folder ``reference``), densities of those images, and the
+    membership audit (a local diagnostic); see ``zoo.evaluate``. ``figures`` is part of the evaluator
+    interface; images add none (samples.png shows them)."""
     num_samples = num_samples or 10_000
+    _check_metrics_apply(model, dataset, metrics)
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:
         raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional; drop the cas metrics")
     if classifiers and label is not None:
         raise ValueError("CAS needs every class: drop label or the cas metrics")
+    test = reference_images(dataset, model.data_arguments().get("image_shape"), reference)
+    _check_model_fits(model, test, metrics)
     results: dict[str, Any] = {
-        name: DENSITY_METRICS[name](model, dataset, label) for name in metrics if name in DENSITY_METRICS
+        name: DENSITY_METRICS[name](model, test, label) for name in metrics if name in DENSITY_METRICS
     }
     if "set_accuracy" in metrics:
         if label is not None:
             raise ValueError("set_accuracy needs every class: drop label or set_accuracy")
-        results["set_accuracy"] = set_accuracy(model, dataset, runs, seed)
+        results["set_accuracy"] = set_accuracy(model, test, runs, seed)
     if "audit" in metrics:
         results["audit"] = _audit(model, dataset, label, audit_size, seed)
     fidelity = tuple(m for m in metrics if m in FIDELITY_METRICS)
@@ -59,17 +72,53 @@ def evaluate_images(
     if privacy:  # every class of the test split, even with label: the attribute is the class
         results["privacy_score_lenet"] = privacy_score_lenet(samples, dataset)
     if fidelity:
-        reference, reference_labels = load_images(dataset, train=False)
-        if label is not None:
-            reference = reference[reference_labels == label]
-        results.update(fidelity_metrics(samples, reference, fidelity, dataset, feature_extractor_weights_path))
+        real = test.of_class(label)
+        results.update(fidelity_metrics(samples, real.images, fidelity, dataset, feature_extractor_weights_path))
+        for name in fidelity:
+            results[name]["protocol"]["reference"] = real.description
     if classifiers:
         results.update(
-            classifier_accuracy_on_synthetic(
-                model, dataset, classifiers, num_samples, runs, epochs, seed, samples=samples
-            )
+            classifier_accuracy_on_synthetic(model, test, classifiers, num_samples, runs, epochs, seed, samples=samples)
         )
-    return {"dataset": dataset, "label": label, "num_samples": num_samples, "seed": seed, "results": results}
+    return {
+        "dataset": dataset,
+        "reference": test.description,
+        "label": label,
+        "num_samples": num_samples,
+        "seed": seed,
+        "results": results,
+    }
+
+
+def _check_metrics_apply(model: Any, dataset: str, metrics: tuple[str, ...]) -> None:
+    """Before any work: metrics whose extractor or protocol exists only for the named datasets."""
+    lenet = [m for m in metrics if m in LENET_METRICS]
+    if lenet and dataset not in LENET_DATASETS:
+        raise ValueError(
+            f"{', '.join(lenet)} use dpzoo's LeNet, trained on MNIST and Fashion-MNIST digits and clothes: its "
+            f"features mean nothing for the images of {dataset}. Use fid or kid (torch-fidelity's Inception)"
+        )
+    if "audit" in metrics and dataset not in IMAGE_DATASETS:
+        raise ValueError(
+            "the audit rebuilds the member split of a named dataset from the model's ledger; for an image folder, "
+            "run zoo.metrics.membership_audit on your own member and non-member images"
+        )
+
+
+def _check_model_fits(model: Any, test: ReferenceImages, metrics: tuple[str, ...]) -> None:
+    """The model's image shape and (for metrics that compare labels) class count against the real images'."""
+    shape = model.data_arguments().get("image_shape")
+    if shape is not None and tuple(shape) != tuple(test.images.shape[1:]):
+        raise DataShapeError(
+            f"{model.method} makes {'×'.join(map(str, shape))} images, but {test.description} holds "
+            f"{'×'.join(map(str, test.images.shape[1:]))} images: evaluate it on data of its own shape"
+        )
+    labelled = [m for m in metrics if m in LABELLED_METRICS]
+    if labelled and model.num_classes is not None and model.num_classes != test.num_classes:
+        raise DataShapeError(
+            f"{', '.join(labelled)} compare labels, but {model.method} has {model.num_classes} classes and "
+            f"{test.description} {test.num_classes}: evaluate it on data with its own classes"
+        )
 
 
 def _audit(model: Any, dataset: str, label: int | None, size: int, seed: int) -> dict[str, Any]:
@@ -102,6 +151,8 @@ register_evaluator(
         metrics=IMAGE_METRICS,
         task_type="image-generation",
         run=evaluate_images,
-        options=("runs", "epochs", "feature_extractor_weights_path", "label", "audit_size"),
+        options=("runs", "epochs", "feature_extractor_weights_path", "label", "audit_size", "reference"),
+        accepts=is_image_folder,
+        default_metrics=lambda dataset: ("fid_lenet", "cas") if dataset in LENET_DATASETS else ("fid", "cas"),
     )
 )

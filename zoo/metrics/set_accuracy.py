@@ -9,14 +9,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from zoo.data.images import load_images
 from zoo.metrics.classifiers import accuracy_on, accuracy_over_runs, fit
+from zoo.metrics.reference import ReferenceImages, reference_images
 
 #: the official evaluation: SGD, momentum 0.9, weight decay 5e-4, batch 256, lr × 0.1 after half the epochs
 EPOCHS, LEARNING_RATE, BATCH = 300, 0.01, 256
 
 
-def set_accuracy(model: Any, dataset: str, runs: int = 5, seed: int = 0) -> dict[str, Any]:
+def set_accuracy(model: Any, dataset: str | ReferenceImages, runs: int = 5, seed: int = 0) -> dict[str, Any]:
     """Mean ± std test accuracy (%) of the paper's ConvNet trained on ``model.released_set()``."""
     if not callable(getattr(model, "released_set", None)):
         raise ValueError(
@@ -24,7 +24,8 @@ def set_accuracy(model: Any, dataset: str, runs: int = 5, seed: int = 0) -> dict
             "use the cas metrics"
         )
     images, labels = model.released_set()
-    test = load_images(dataset, train=False)
+    reference = dataset if isinstance(dataset, ReferenceImages) else reference_images(dataset)
+    test = (reference.images, reference.labels)
     accuracies = [
         convnet_accuracy((images.cpu(), labels.cpu()), test, model.num_classes, seed + run) for run in range(runs)
     ]
@@ -33,7 +34,7 @@ def set_accuracy(model: Any, dataset: str, runs: int = 5, seed: int = 0) -> dict
         "protocol": {
             "classifier": "Private Set Generation ConvNet (width 128, depth 3, instance norm)",
             "train": f"the released set ({len(labels)} images), {EPOCHS} epochs of SGD, no augmentation",
-            "test": f"{dataset} official test split",
+            "test": reference.description,
         },
     }
 

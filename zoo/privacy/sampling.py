@@ -66,6 +66,9 @@ class PoissonBatches(IterableDataset):
                 yield self._fetch(chunk)
 
     def _fetch(self, indices: torch.Tensor) -> Any:
+        take = getattr(self.dataset, "take", None)  # a whole batch at once (zoo.data.ByteImages)
+        if take is not None:
+            return take(indices)
         if isinstance(self.dataset, TensorDataset):
             return tuple(t[indices] for t in self.dataset.tensors)
         if len(indices) == 0:

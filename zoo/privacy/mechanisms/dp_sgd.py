@@ -114,9 +114,12 @@ class PerExampleDPSGD(TrainingMechanism):
         scale = float(trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
         if self.loss_reduction == "mean":
             scale *= examples
-        norms = engine.squared_norms().sqrt() * scale
-        clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
-        sums = engine.weighted_sum(clip * scale)
+        if examples == 0:  # an empty Poisson batch: the step's sum is zero, and the noise is still added
+            sums = [torch.zeros_like(p) for p in engine.params]
+        else:
+            norms = engine.squared_norms().sqrt() * scale
+            clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
+            sums = engine.weighted_sum(clip * scale)
         engine.clear()
         pending = None if self._private_grads_reset else self._pending
         if pending is not None:

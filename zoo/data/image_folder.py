@@ -1,0 +1,174 @@
+"""Your own images as private data: a folder of class sub-folders, any size, grey or RGB."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytorch_lightning as pl
+from torch.utils.data import DataLoader
+
+from zoo.data.byte_images import ByteImages
+from zoo.data.folders import DecodedImages, check_image_size, folder_parts, read_part
+from zoo.data.partition import train_validation_split
+from zoo.privacy.sampling import poisson_loader
+from zoo.privacy.validation import check_sample_rate
+
+
+class ImageFolderDataModule(pl.LightningDataModule):
+    """Images in ``root/<class>/*.{png,jpg,jpeg,bmp,webp}`` (classes are the sorted folder names), or in
+    ``root/train/<class>/...`` and ``root/test/<class>/...``; the test part is for evaluation only.
+
+    The training images minus ``validation_size`` held out with a fixed seed (a count, or a
+    fraction of them) are the private data, served by Poisson sampling at ``sample_rate``; the
+    validation images are for tuning and are not protected. ``image_size`` (an int or (H, W))
+    resizes every image, ``channels`` (1 or 3) converts them; by default both come from the images,
+    which must then agree. Images are decoded once into uint8 and, with ``cache``, a copy is kept
+    under ``DPZOO_CACHE_DIR`` (owner-only: it holds the private images) for the next run.
+
+    The ledger names the data by a digest of the training files' contents and classes, so the
+    same images get the same ``dataset_id`` wherever they lie, and other images another one.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        sample_rate: float = 0.1,
+        image_size: int | Sequence[int] | None = None,
+        channels: int | None = None,
+        label: int | None = None,
+        validation_size: int | float = 0.1,
+        split_seed: int = 0,
+        sampling_seed: int | None = None,
+        eval_batch_size: int = 1000,
+        cache: bool = True,
+    ) -> None:
+        super().__init__()
+        if channels not in (None, 1, 3):
+            raise ValueError(f"channels must be 1 (grey), 3 (RGB) or None (from the images), got {channels!r}")
+        if isinstance(validation_size, bool) or not (
+            (isinstance(validation_size, int) and validation_size >= 0)
+            or (isinstance(validation_size, float) and 0 <= validation_size < 1)
+        ):
+            raise ValueError(f"validation_size must be a count >= 0 or a fraction in [0, 1), got {validation_size!r}")
+        self.root = Path(root).expanduser()
+        self.sample_rate = check_sample_rate(sample_rate)
+        self.image_size = check_image_size(image_size)
+        self.channels = channels
+        self.validation_size = validation_size
+        self.split_seed = split_seed
+        self.sampling_seed = sampling_seed
+        self.eval_batch_size = eval_batch_size
+        self.cache = cache
+        self.train_part, self.test_part = folder_parts(self.root)
+        if label is not None and label not in range(len(self.classes)):
+            raise ValueError(
+                f"label must be a class in 0..{len(self.classes) - 1} ({self.root}) or None, got {label!r}"
+            )
+        self.label = label
+        self._decoded: tuple[DecodedImages, DecodedImages | None] | None = None
+        self.train_set: ByteImages | None = None
+        self.validation_set: ByteImages | None = None
+        self.test_set: ByteImages | None = None
+
+    # ------------------------------------------------------------ what the data is
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.train_part.classes
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """(C, H, W) of the images as served (decodes them on first use)."""
+        return tuple(self._decode()[0].images.shape[1:])  # type: ignore[return-value]
+
+    @property
+    def records_id(self) -> str:
+        """The folder's training images by content: the same files give the same id wherever they lie."""
+        return f"{self.root.resolve().name}@sha256:{self._decode()[0].content_digest[:16]}"
+
+    @property
+    def dataset_id(self) -> str:
+        whole = self._whole_id()
+        return whole if self.label is None else f"{whole}/class={self.label}"
+
+    @property
+    def partition_of(self) -> str | None:
+        """The whole private dataset when this module serves one class of it."""
+        return None if self.label is None else self._whole_id()
+
+    def _whole_id(self) -> str:
+        return f"{self.records_id}/train[seed={self.split_seed},minus-validation={self._validation_count()}]"
+
+    def _validation_count(self) -> int:
+        total = len(self.train_part.files)
+        count = round(self.validation_size * total) if isinstance(self.validation_size, float) else self.validation_size
+        if count >= total:
+            raise ValueError(
+                f"validation_size {self.validation_size} leaves no training images of {total} in {self.root}"
+            )
+        return count
+
+    def for_class(self, label: int) -> ImageFolderDataModule:
+        """The same data restricted to one class (a disjoint partition), sharing the decoded images."""
+        part = ImageFolderDataModule(
+            str(self.root),
+            self.sample_rate,
+            self.image_size,
+            self.channels,
+            label,
+            self.validation_size,
+            self.split_seed,
+            self.sampling_seed,
+            self.eval_batch_size,
+            self.cache,
+        )
+        part._decoded = self._decode()
+        return part
+
+    # ------------------------------------------------------------ Lightning hooks
+    def prepare_data(self) -> None:
+        self._decode()
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_set is not None:
+            return
+        train, test = self._decode()
+        train_idx, validation_idx = train_validation_split(len(train.labels), self._validation_count(), self.split_seed)
+        self.train_set = self._subset(train, train_idx)
+        self.validation_set = self._subset(train, validation_idx)
+        self.test_set = None if test is None else self._subset(test, slice(None))
+
+    def _decode(self) -> tuple[DecodedImages, DecodedImages | None]:
+        if self._decoded is None:
+            train = read_part(self.train_part, self.image_size, self.channels, self.cache)
+            # the test part is read as the training part is served, so that both have one shape
+            size, channels = tuple(train.images.shape[2:]), train.images.shape[1]
+            test = None if self.test_part is None else read_part(self.test_part, size, channels, self.cache)
+            self._decoded = (train, test)
+        return self._decoded
+
+    def _subset(self, decoded: DecodedImages, index) -> ByteImages:  # type: ignore[no-untyped-def]
+        images, labels = decoded.images[index], decoded.labels[index]
+        if self.label is not None:
+            keep = labels == self.label
+            images, labels = images[keep], labels[keep]
+        return ByteImages(images, labels)
+
+    def train_dataloader(self) -> DataLoader:
+        self.setup()
+        micro_batches = self.trainer.accumulate_grad_batches if self.trainer is not None else 1
+        return poisson_loader(self.train_set, self.sample_rate, micro_batches=micro_batches, seed=self.sampling_seed)
+
+    def val_dataloader(self) -> DataLoader:
+        self.setup()
+        return DataLoader(self.validation_set, batch_size=self.eval_batch_size)
+
+    def test_dataloader(self) -> DataLoader:
+        self.setup()
+        if self.test_set is None:
+            raise ValueError(f"{self.root} has no test/ folder: its images are all training data")
+        return DataLoader(self.test_set, batch_size=self.eval_batch_size)

@@ -1,0 +1,74 @@
+"""The real images a generator is evaluated against: a named dataset's official test split, an image
+folder's ``test/`` part, or held-out images the user names — never the protected training images."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch import Tensor
+
+from zoo.data.folders import folder_parts, read_part
+from zoo.data.images import IMAGE_DATASETS, load_images
+
+
+@dataclass(frozen=True)
+class ReferenceImages:
+    """Float images in [0, 1] (N, C, H, W) with labels, and what they are (for every protocol)."""
+
+    images: Tensor
+    labels: Tensor
+    description: str
+    #: class names of a folder, None for a named dataset (labels 0..9)
+    classes: tuple[str, ...] | None = None
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes) if self.classes is not None else int(self.labels.max()) + 1
+
+    def of_class(self, label: int | None) -> ReferenceImages:
+        if label is None:
+            return self
+        keep = self.labels == label
+        return ReferenceImages(self.images[keep], self.labels[keep], f"{self.description}, class {label}", self.classes)
+
+
+def is_image_folder(dataset: str) -> bool:
+    """A dataset argument that names a folder rather than a named dataset."""
+    return dataset not in IMAGE_DATASETS and Path(dataset).expanduser().is_dir()
+
+
+def reference_images(
+    dataset: str, image_shape: tuple[int, ...] | None = None, reference: str | None = None
+) -> ReferenceImages:
+    """The evaluation images of ``dataset``: a named dataset's test split, or an image folder's ``test/``
+    part (or the folder ``reference`` of held-out images), read at the model's ``image_shape``."""
+    if dataset in IMAGE_DATASETS:
+        if reference is not None:
+            raise ValueError(f"{dataset} is evaluated on its official test split; reference is for image folders")
+        images, labels = load_images(dataset, train=False)
+        return ReferenceImages(images, labels, f"{dataset} official test split")
+    train, test = folder_parts(dataset)
+    if reference is not None:
+        held_out, _ = folder_parts(reference)
+        if held_out.classes != train.classes:
+            raise ValueError(
+                f"the reference {reference} has classes {list(held_out.classes)}, the data {dataset} has "
+                f"{list(train.classes)}: the labels would not mean the same"
+            )
+        test = held_out
+    elif test is None:
+        raise ValueError(
+            f"{dataset} has no test/ folder, so all its images are training data that a model trained on it "
+            "protects: evaluating against them would measure memorisation and publish numbers read from the "
+            f"protected records. Move held-out images to {dataset}/test/<class>/ (and the rest to "
+            f"{dataset}/train/<class>/), or pass reference=PATH (--reference PATH) of held-out images"
+        )
+    size, channels = (None, None) if image_shape is None else (tuple(image_shape[1:]), image_shape[0])
+    decoded = read_part(test, size, channels)  # type: ignore[arg-type]
+    return ReferenceImages(
+        decoded.images.float().div_(255),
+        decoded.labels,
+        f"{test.root} ({len(decoded.labels)} held-out images)",
+        decoded.classes,
+    )
