@@ -8,6 +8,7 @@ to it as DPMERF's public stage does; a CNN (DP-LFlow E.4) trained on 10,000 samp
 the other 5,000 validation images. About 3 minutes per run on one core.
 
     python benchmarks/dp_merf_validation.py --dataset mnist --eps 1 --width2 20 --nobn
+    python benchmarks/dp_merf_validation.py --dataset cifar10 --eps 10 --width2 200 --nobn --steps 1000
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ def main() -> None:
     sigma = calibrate_noise_multiplier(args.eps, 1e-5, 1.0, 1, "prv")
     target = mean + sigma / args.private_n * torch.randn(mean.shape)
     channels = tuple(int(c) for c in args.channels.split(","))
-    generator = ConditionalConvGenerator(args.code, 10, args.hidden, channels, batch_norm=not args.nobn)
+    shape = tuple(embedded_images.shape[1:])
+    generator = ConditionalConvGenerator(
+        args.code, 10, args.hidden, channels, image_shape=shape, batch_norm=not args.nobn
+    )
     optimizer = torch.optim.Adam(generator.parameters(), lr=args.lr)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, max(1, args.steps // 5), args.decay)
     start = time.time()

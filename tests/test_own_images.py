@@ -26,8 +26,8 @@ TINY_LFLOW += ["--model.init_args.flow_hidden", "16", "--model.init_args.latent_
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    """RGB 24×32 images (a size no recipe was written for) with a test part."""
-    return write_image_folder(tmp_path_factory.mktemp("own") / "pets", per_class=10, size=(24, 32), test_per_class=4)
+    """RGB 24×36 images (a size no recipe was written for) with a test part."""
+    return write_image_folder(tmp_path_factory.mktemp("own") / "pets", per_class=10, size=(24, 36), test_per_class=4)
 
 
 @pytest.mark.parametrize("method", IMAGE_METHODS)
@@ -37,9 +37,9 @@ def test_every_image_method_trains_on_a_folder_of_its_own_shape(method, folder):
     data = ImageFolderDataModule(str(folder), sample_rate=0.25, validation_size=0)
     torch.manual_seed(0)
     model = model_for_data(cls(**recipe.architecture), data)
-    assert model.data_arguments()["image_shape"] == (3, 24, 32)
+    assert model.data_arguments()["image_shape"] == (3, 24, 36)
     train(model, data, recipe.budget(**recipe.privacy), max_steps=recipe.max_steps, limit_val_batches=0, **QUIET)
-    assert model.sample(4, seed=0).shape == (4, 3, 24, 32)
+    assert model.sample(4, seed=0).shape == (4, 3, 24, 36)
     ids = {e.dataset_id for e in model.privacy_ledger.entries} | {
         r.dataset_id for r in model.privacy_ledger.pac_releases
     }
@@ -56,7 +56,7 @@ def test_dpzoo_fit_builds_the_recipe_for_the_folder_then_evaluate_and_finetune_i
     lflow_recipe = ["fit", "--config", "configs/dp_lflow_mnist_eps1.yaml", *fit, *TINY_LFLOW]
     assert main([*lflow_recipe, "--save_pretrained", str(lflow)]) == 0
     merf_config = json.loads((merf / "config.json").read_text())
-    assert merf_config["architecture"]["image_shape"] == [3, 24, 32] and merf_config["architecture"]["num_classes"] == 3
+    assert merf_config["architecture"]["image_shape"] == [3, 24, 36] and merf_config["architecture"]["num_classes"] == 3
     lflow_config = json.loads((lflow / "config.json").read_text())
     assert lflow_config["architecture"]["num_classes"] == 3  # per_class: 10 in the recipe follows the folder
     (entry,) = merf_config["privacy_ledger"]["entries"]
@@ -81,7 +81,7 @@ def test_dpzoo_fit_builds_the_recipe_for_the_folder_then_evaluate_and_finetune_i
 def test_finetune_refuses_data_of_another_shape_before_any_training(folder):
     model = tiny_private_flow()  # 1×8×8
     with pytest.raises(
-        DataShapeError, match=r"takes 1×8×8 images, the data has 3×24×32.*image_size=\(8, 8\), channels=1"
+        DataShapeError, match=r"takes 1×8×8 images, the data has 3×24×36.*image_size=\(8, 8\), channels=1"
     ):
         zoo.finetune(model, ImageFolderDataModule(str(folder)), target_epsilon=1.0, max_steps=1)
     assert len(model.privacy_ledger.entries) == 1
@@ -90,7 +90,7 @@ def test_finetune_refuses_data_of_another_shape_before_any_training(folder):
 def test_a_shape_set_on_the_command_line_is_kept_and_a_conflict_named(folder, tmp_path, capsys):
     argv = ["fit", "--config", "configs/dp_merf_mnist_eps1.yaml", "--images", str(folder)]
     assert main([*argv, "--model.init_args.image_shape", "[1, 28, 28]", "--save_pretrained", str(tmp_path / "m")]) == 2
-    assert "image_shape = 1×28×28 was set for dp-merf, but the data has 3×24×32" in capsys.readouterr().err
+    assert "image_shape = 1×28×28 was set for dp-merf, but the data has 3×24×36" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
 
 

@@ -38,8 +38,8 @@ def random_inception(monkeypatch):
 
 def test_the_own_images_section_runs_as_written(tmp_path, monkeypatch, random_inception):
     monkeypatch.chdir(tmp_path)
-    write_image_folder(tmp_path / "my-images", per_class=10, size=(24, 32), test_per_class=3)
-    write_image_folder(tmp_path / "more-images", per_class=10, size=(24, 32), seed=1)
+    write_image_folder(tmp_path / "my-images", per_class=10, size=(24, 36), test_per_class=3)
+    write_image_folder(tmp_path / "more-images", per_class=10, size=(24, 36), seed=1)
     (shell,) = section_blocks("bash")
     commands = [shlex.split(line, comments=True) for line in shell.splitlines()]
     for command in filter(None, commands):

@@ -89,8 +89,7 @@ def command_line_keys(argv: Sequence[str]) -> set[str]:
     keys = set()
     for token in argv:
         if token.startswith("--"):
-            key = token[2:].split("=", 1)[0].replace(".init_args.", ".")
-            keys.add("data.root" if key == IMAGES_OPTION[2:] else key)
+            keys.add(token[2:].split("=", 1)[0].replace(".init_args.", "."))
     return keys
 
 

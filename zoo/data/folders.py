@@ -219,7 +219,8 @@ def _common_channels(files: Sequence[Path], grey: list[bool]) -> int:
 
 
 def _progress(files: Sequence[Path], description: str):  # type: ignore[no-untyped-def]
-    return tqdm(files, desc=description, unit="image", disable=len(files) < PROGRESS_FROM, leave=False)
+    quiet = True if len(files) < PROGRESS_FROM else None  # None: no bar when stderr is not a terminal (logs, CI)
+    return tqdm(files, desc=description, unit="image", disable=quiet, leave=False)
 
 
 def _cache_path(key: str) -> Path:

@@ -1,0 +1,48 @@
+"""CIFAR-10 as a named dataset: offline from the image-folder tree in DPZOO_DATA_DIR, in the official
+label order, with the 10,000-image validation split carved from train as for MNIST."""
+
+import os
+
+import pytest
+import torch
+
+from tests.conftest import SHARED_DATA
+from tests.folders import write_image_folder
+from zoo.data import DataNotFoundError, ImageDataModule, load_images
+from zoo.data.images import TREE_CLASSES
+
+
+@pytest.fixture
+def tiny_tree(tmp_path, monkeypatch):
+    """A CIFAR-10-shaped tree of a few images per class, standing for the real one."""
+    write_image_folder(tmp_path / "cifar10-images", 3, (32, 32), classes=TREE_CLASSES["cifar10"], test_per_class=2)
+    monkeypatch.setenv("DPZOO_DATA_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_cifar10_reads_the_image_folder_tree_in_label_order(tiny_tree):
+    images, labels = load_images("cifar10", train=False)
+    assert images.shape == (20, 3, 32, 32) and images.dtype == torch.float32
+    assert labels.tolist() == [k for k in range(10) for _ in range(2)]
+    data = ImageDataModule("cifar10", validation_size=6)
+    data.setup()
+    assert data.image_shape == (3, 32, 32) and len(data.train_set) == 24 and len(data.validation_set) == 6
+    assert data.dataset_id == "cifar10/train[seed=0,minus-validation=6]"
+
+
+def test_a_tree_with_other_classes_is_refused(tmp_path, monkeypatch):
+    write_image_folder(tmp_path / "cifar10-images", 2, (32, 32), test_per_class=1)
+    monkeypatch.setenv("DPZOO_DATA_DIR", str(tmp_path))
+    with pytest.raises(DataNotFoundError, match="airplane"):
+        load_images("cifar10", train=True)
+
+
+@pytest.mark.skipif(
+    not (SHARED_DATA / "cifar10-images").is_dir() and "DPZOO_DATA_DIR" not in os.environ,
+    reason="the CIFAR-10 image-folder tree is not beside the project; set DPZOO_DATA_DIR",
+)
+def test_the_real_test_split_has_1000_images_per_class(monkeypatch):
+    monkeypatch.setenv("DPZOO_DATA_DIR", os.environ.get("DPZOO_DATA_DIR", str(SHARED_DATA)))
+    images, labels = load_images("cifar10", train=False)
+    assert images.shape == (10_000, 3, 32, 32)
+    assert torch.bincount(labels).tolist() == [1000] * 10
