@@ -21,14 +21,22 @@ def _log_prob(model: Any, images: torch.Tensor, labels: torch.Tensor | None = No
         )
 
 
+def check_density(metric: str, model: Any, label: int | None) -> None:
+    """Refuse, before any data is read, a density metric the model cannot give."""
+    conditional = getattr(model, "num_classes", None) is not None and hasattr(model, "log_prob")
+    if metric == "ood_auroc" and (label is not None or not conditional):
+        raise ValueError(
+            f"OOD AUROC needs a class-conditional density (log_prob(x, labels)); {model.method} is not one"
+        )
+    if not hasattr(model, "log_prob"):
+        raise ValueError(f"{model.method} has no log_prob")
+
+
 def ood_auroc(model: Any, reference: ReferenceImages, label: int | None = None) -> dict[str, Any]:
     """DP-LFlow §4.4: the whole evaluation split scored by its log-likelihood under class k
     (``log_prob(x, labels=k)``); class-k images are in-distribution, the rest out-of-distribution.
     AUROC per class and their mean; needs a class-conditional density."""
-    if label is not None or getattr(model, "num_classes", None) is None or not hasattr(model, "log_prob"):
-        raise ValueError(
-            f"OOD AUROC needs a class-conditional density (log_prob(x, labels)); {model.method} is not one"
-        )
+    check_density("ood_auroc", model, label)
     images, labels = reference.images, reference.labels
     per_class = {}
     for label in range(model.num_classes):
@@ -44,8 +52,7 @@ def ood_auroc(model: Any, reference: ReferenceImages, label: int | None = None) 
 def heldout_log_likelihood(model: Any, reference: ReferenceImages, label: int | None = None) -> dict[str, Any]:
     """Mean log-likelihood of the real evaluation images (or their class ``label``) under the model,
     in nats per modelled dimension."""
-    if not hasattr(model, "log_prob"):
-        raise ValueError(f"{model.method} has no log_prob")
+    check_density("log_likelihood", model, label)
     reference = reference.of_class(label)
     images, labels = reference.images, reference.labels
     conditional = getattr(model, "num_classes", None) is not None

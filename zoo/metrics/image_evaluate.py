@@ -10,7 +10,7 @@ from zoo.metrics.audit import membership_audit
 from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
 from zoo.metrics.datasets import Evaluator, register_evaluator
-from zoo.metrics.density import heldout_log_likelihood, ood_auroc
+from zoo.metrics.density import check_density, heldout_log_likelihood, ood_auroc
 from zoo.metrics.fidelity import FIDELITY_METRICS, fidelity_metrics
 from zoo.metrics.privacy_score import privacy_score_lenet
 from zoo.metrics.reference import ReferenceImages, is_image_folder, reference_images
@@ -48,12 +48,15 @@ def evaluate_images(
     membership audit (a local diagnostic); see ``zoo.evaluate``. ``figures`` is part of the evaluator
     interface; images add none (samples.png shows them)."""
     num_samples = num_samples or 10_000
-    _check_metrics_apply(model, dataset, metrics)
+    _check_metrics_apply(dataset, metrics)
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:
         raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional; drop the cas metrics")
     if classifiers and label is not None:
         raise ValueError("CAS needs every class: drop label or the cas metrics")
+    for name in metrics:
+        if name in DENSITY_METRICS:
+            check_density(name, model, label)
     test = reference_images(dataset, model.data_arguments().get("image_shape"), reference)
     _check_model_fits(model, test, metrics)
     results: dict[str, Any] = {
@@ -75,7 +78,7 @@ def evaluate_images(
         real = test.of_class(label)
         results.update(fidelity_metrics(samples, real.images, fidelity, dataset, feature_extractor_weights_path))
         for name in fidelity:
-            results[name]["protocol"]["reference"] = real.description
+            results[name]["protocol"]["reference_set"] = real.description
     if classifiers:
         results.update(
             classifier_accuracy_on_synthetic(model, test, classifiers, num_samples, runs, epochs, seed, samples=samples)
@@ -90,7 +93,7 @@ def evaluate_images(
     }
 
 
-def _check_metrics_apply(model: Any, dataset: str, metrics: tuple[str, ...]) -> None:
+def _check_metrics_apply(dataset: str, metrics: tuple[str, ...]) -> None:
     """Before any work: metrics whose extractor or protocol exists only for the named datasets."""
     lenet = [m for m in metrics if m in LENET_METRICS]
     if lenet and dataset not in LENET_DATASETS:
