@@ -31,7 +31,7 @@ from torchvision.utils import make_grid
 from tqdm.auto import tqdm
 
 from zoo.privacy import DPCallback, PrivacyBarrier, PrivacyConfigError, PrivacyLedgerMixin
-from zoo.shapes import DATA_ARGUMENTS
+from zoo.shapes import DATA_ARGUMENTS, as_data_argument
 from zoo.stages import PrivateSteps, Stage
 
 
@@ -42,10 +42,6 @@ def toy_images(classes: int = 3, size: int = 8, records: int = 120) -> Any:
     generator = torch.Generator().manual_seed(0)
     images = torch.rand(records, 1, size, size, generator=generator)
     return TensorDataModule(images, torch.arange(records) % classes, "toy-images", sample_rate=0.25)
-
-
-def _as_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, (list, tuple)) else value
 
 
 @dataclass(frozen=True)
@@ -81,7 +77,7 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
 
     def data_arguments(self) -> dict[str, Any]:
         """The constructor arguments that follow the data (``zoo.shapes``), as this model has them."""
-        return {k: _as_tuple(v) for k, v in self.architecture().items() if k in DATA_ARGUMENTS}
+        return {k: as_data_argument(v) for k, v in self.architecture().items() if k in DATA_ARGUMENTS}
 
     def with_data_arguments(self, values: dict[str, Any]) -> dict[str, Any]:
         """This model's constructor arguments with ``values`` (from ``data_arguments``) replaced."""

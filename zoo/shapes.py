@@ -20,7 +20,7 @@ class DataShapeError(ValueError):
 def data_arguments_of(datamodule: Any) -> dict[str, Any]:
     """What the data decides, for the arguments it declares: image shape (a tuple) and class count."""
     values = {name: getattr(datamodule, name, None) for name in DATA_ARGUMENTS}
-    return {name: _normal(value) for name, value in values.items() if value is not None}
+    return {name: as_data_argument(value) for name, value in values.items() if value is not None}
 
 
 def model_for_data(model: Any, datamodule: Any, pinned: Collection[str] = ()) -> Any:
@@ -84,5 +84,6 @@ def _show(value: Any) -> str:
     return "×".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
-def _normal(value: Any) -> Any:
+def as_data_argument(value: Any) -> Any:
+    """An image shape as a tuple of ints (config.json stores a list), a class count as an int."""
     return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else int(value)

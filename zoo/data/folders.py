@@ -10,6 +10,7 @@ compose with earlier entries wherever they lie and whatever size they are decode
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import warnings
@@ -153,7 +154,7 @@ def decode_part(part: FolderPart, size: tuple[int, int] | None, channels: int | 
     for index, file in enumerate(_progress(part.files, f"decoding {part.root}")):
         data = file.read_bytes()
         content.append(f"{part.classes[part.labels[index]]}\0{hashlib.sha256(data).hexdigest()}")
-        images[index] = _decode(file, target_size, target_channels)
+        images[index] = _decode(data, file, target_size, target_channels)
     digest = hashlib.sha256("\n".join(sorted(content)).encode()).hexdigest()
     return DecodedImages(
         torch.from_numpy(images).permute(0, 3, 1, 2).contiguous(),
@@ -182,9 +183,10 @@ def _header(file: Path) -> tuple[tuple[int, int], bool]:
         raise ImageFolderError(f"{file} is not a readable image ({error}); remove or replace it") from None
 
 
-def _decode(file: Path, size: tuple[int, int], channels: int) -> np.ndarray:
+def _decode(data: bytes, file: Path, size: tuple[int, int], channels: int) -> np.ndarray:
+    """``data``, the bytes of ``file``, as a uint8 (H, W, C) array."""
     try:
-        with Image.open(file) as image:
+        with Image.open(io.BytesIO(data)) as image:
             if image.mode in SIXTEEN_BIT_MODES:  # PIL's convert("L") clips 16-bit values instead of scaling
                 image = Image.fromarray((np.asarray(image, dtype=np.float64) / 257).round().astype(np.uint8))
             image = image.convert("L" if channels == 1 else "RGB")

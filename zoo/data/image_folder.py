@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -113,20 +114,14 @@ class ImageFolderDataModule(pl.LightningDataModule):
         return count
 
     def for_class(self, label: int) -> ImageFolderDataModule:
-        """The same data restricted to one class (a disjoint partition), sharing the decoded images."""
-        part = ImageFolderDataModule(
-            str(self.root),
-            self.sample_rate,
-            self.image_size,
-            self.channels,
-            label,
-            self.validation_size,
-            self.split_seed,
-            self.sampling_seed,
-            self.eval_batch_size,
-            self.cache,
-        )
-        part._decoded = self._decode()
+        """The same data restricted to one class (a disjoint partition), sharing the scanned folder and
+        the decoded images."""
+        if label not in range(self.num_classes):
+            raise ValueError(f"label must be a class in 0..{self.num_classes - 1} ({self.root}), got {label!r}")
+        self._decode()
+        part = copy.copy(self)
+        part.label = label
+        part.train_set = part.validation_set = part.test_set = None
         return part
 
     # ------------------------------------------------------------ Lightning hooks

@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 from torchvision import datasets
 
+from zoo.data.byte_images import ByteImages
 from zoo.data.settings import DATA_DIR_ENV, cache_dir, source_data_dir
 
 IMAGE_DATASETS = {"mnist": datasets.MNIST, "fashion_mnist": datasets.FashionMNIST, "cifar10": datasets.CIFAR10}
@@ -62,7 +63,7 @@ def _folder_tree(name: str, train: bool) -> tuple[Tensor, Tensor]:
     if part is None or part.classes != TREE_CLASSES[name]:
         raise DataNotFoundError(f"{tree} must hold train/ and test/, each with the classes {TREE_CLASSES[name]}")
     decoded = read_part(part)
-    return decoded.images.float().div_(255), decoded.labels
+    return ByteImages(decoded.images, decoded.labels).tensors
 
 
 def _download_rgb(name: str, root: Path, train: bool) -> tuple[Tensor, Tensor]:

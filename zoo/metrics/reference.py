@@ -8,6 +8,7 @@ from pathlib import Path
 
 from torch import Tensor
 
+from zoo.data.byte_images import ByteImages
 from zoo.data.folders import folder_parts, read_part
 from zoo.data.images import IMAGE_DATASETS, load_images
 
@@ -66,9 +67,5 @@ def reference_images(
         )
     size, channels = (None, None) if image_shape is None else (tuple(image_shape[1:]), image_shape[0])
     decoded = read_part(test, size, channels)  # type: ignore[arg-type]
-    return ReferenceImages(
-        decoded.images.float().div_(255),
-        decoded.labels,
-        f"{test.root} ({len(decoded.labels)} held-out images)",
-        decoded.classes,
-    )
+    images, labels = ByteImages(decoded.images, decoded.labels).tensors
+    return ReferenceImages(images, labels, f"{test.root} ({len(labels)} held-out images)", decoded.classes)
