@@ -19,9 +19,11 @@ import math
 import time
 
 import torch
+from torchvision.utils import save_image
 from validation_halves import held_out_cnn_accuracy, validation_halves
 
 from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
+from lightning_modules.nets.dcgan import GENERATORS
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from zoo.privacy import calibrate_noise_multiplier
 
@@ -41,6 +43,9 @@ def main() -> None:
     parser.add_argument("--channels", default="16,8")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--nobn", action="store_true", help="no batch norm in the generator")
+    parser.add_argument("--generator", default="conv", choices=["conv", *GENERATORS], help="conv: the official one")
+    parser.add_argument("--width", type=int, default=64, help="width of a dcgan/resnet generator")
+    parser.add_argument("--grid", default=None, help="also save 10 samples per class here (a PNG) to look at")
     parser.add_argument("--private_n", type=int, default=50000, help="size of the private set the noise stands for")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
@@ -52,9 +57,12 @@ def main() -> None:
     target = mean + sigma / args.private_n * torch.randn(mean.shape)
     channels = tuple(int(c) for c in args.channels.split(","))
     shape = tuple(embedded_images.shape[1:])
-    generator = ConditionalConvGenerator(
-        args.code, 10, args.hidden, channels, image_shape=shape, batch_norm=not args.nobn
-    )
+    if args.generator == "conv":
+        generator = ConditionalConvGenerator(
+            args.code, 10, args.hidden, channels, image_shape=shape, batch_norm=not args.nobn
+        )
+    else:
+        generator = GENERATORS[args.generator](args.code, 10, args.width, shape)
     optimizer = torch.optim.Adam(generator.parameters(), lr=args.lr)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, max(1, args.steps // 5), args.decay)
     start = time.time()
@@ -72,6 +80,8 @@ def main() -> None:
         samples = torch.cat(
             [generator(torch.randn(1000, args.code), sample_labels[i : i + 1000]) for i in range(0, 10_000, 1000)]
         )
+    if args.grid:
+        save_image(samples[:100], args.grid, nrow=10)
     accuracy = held_out_cnn_accuracy(samples, sample_labels, held_out)
     report = {**vars(args), "sigma": round(sigma, 3), "cas_cnn_val": round(accuracy, 2)}
     print(json.dumps({**report, "secs": round(time.time() - start)}))

@@ -4,9 +4,12 @@ codes given by encoders pretrained on the private data, and the zoo's sound vari
 ``DP2VAE`` (method ``dp2-vae``) is the paper's Algorithms 1 and 2. The data is split into K parts
 by a keyed hash of each record alone (``PrivateHelpers``). (1) HelperSteps: each encoder θ_k is
 pretrained on part k with a throwaway decoder of its own, without DP (Adam on batch gradients
-clipped to C). (2) PrivateSteps: every step draws k uniformly (secret randomness), takes a batch
-of part k, clips each example's decoder gradient to C and adds N(0, σ²C²) to their sum (DP-SGD);
-θ_k keeps training on the same batch without DP. Only the decoder is released.
+clipped to C). (2) PrivateSteps: step t first trains θ_(t mod K) one step without DP on a batch of
+its part, through a copy of the current decoder (a public schedule: the paper trains the drawn
+encoder on the decoder's batch instead, see ``zoo.privacy.mechanisms.private_helpers`` for why the
+zoo does not); then it draws k uniformly (secret randomness), takes a batch of part k, clips each
+example's decoder gradient through θ_k to C and adds N(0, σ²C²) to their sum (DP-SGD). Only the
+decoder is released.
 
 Theorem (add/remove-one): θ_k depends on all of part k, so one record can move every term of a
 step that queries its part: sensitivity 2C·B, not the 2C of the paper's Theorem 3.1. Each step
@@ -140,33 +143,49 @@ class DP2VAE(HelperParts, _ConditionalVAE):
 
     # -------------------------------------------------------------- training
     def pretraining_step(self, index: int, iteration: int) -> None:
-        """Algorithm 1: one iteration of an encoder with its throwaway decoder."""
-        encoder_optimizer, _, scratch_optimizer = self.optimizers()
+        """Algorithm 1: one iteration of an encoder with its throwaway decoder (the step counts at the
+        decoder's update, also when the part is empty and the encoder stays as it is)."""
+        _, _, scratch_optimizer = self.optimizers()
         if iteration == 0:
             self.scratch_decoder.load_state_dict(self._scratch_start)
             scratch_optimizer.optimizer.state.clear()
-        images, labels = self.batch_of_part(index, self.hparams.batch_size)
-        loss = negative_elbo(self.encoders[index], self.scratch_decoder, images, labels).mean()
-        encoder_optimizer.zero_grad(set_to_none=True)
         scratch_optimizer.zero_grad(set_to_none=True)
-        self.manual_backward(loss)
-        self._clipped_step(self.encoders[index], encoder_optimizer.optimizer)
-        self._clipped_step(self.scratch_decoder, scratch_optimizer)  # counts the step
-        self.log("pretrain_loss", loss.detach(), prog_bar=True)
+        if not self.part_is_empty(index):
+            self._encoder_step(index, self.scratch_decoder)
+        self._clipped_step(self.scratch_decoder, scratch_optimizer)
 
-    def private_step(self) -> None:
-        """Algorithm 2: the decoder's per-example gradients through θ_k go to DP-SGD (the callback clips
-        and noises them at ``decoder_optimizer.step``); θ_k takes a non-private step on the same batch."""
-        encoder_optimizer, decoder_optimizer, _ = self.optimizers()
-        index = self.draw_helper()
+    def train_helper(self, index: int) -> None:
+        """The scheduled encoder's non-private step through a copy of the current decoder (the copy,
+        the scratch decoder, carries none of DP-SGD's per-example hooks)."""
+        if self.part_is_empty(index):
+            return
+        self.scratch_decoder.load_state_dict(self.decoder.state_dict())
+        self._encoder_step(index, self.scratch_decoder)
+
+    def private_step(self, index: int) -> None:
+        """Algorithm 2's decoder step: per-example gradients through θ_index go to DP-SGD (the callback
+        clips and noises them at ``decoder_optimizer.step``; an empty part gives a noise-only step)."""
+        _, decoder_optimizer, _ = self.optimizers()
         images, labels = self.batch_of_part(index, self.hparams.batch_size)
-        loss = negative_elbo(self.encoders[index], self.decoder, images, labels).mean()
-        encoder_optimizer.zero_grad(set_to_none=True)
+        encoder = self.encoders[index].requires_grad_(False)
+        terms = negative_elbo(encoder, self.decoder, images, labels)
+        loss = terms.mean() if len(terms) else terms.sum()  # a mean of no terms would be NaN
         decoder_optimizer.zero_grad(set_to_none=True)
         self.manual_backward(loss)
-        self._clipped_step(self.encoders[index], encoder_optimizer.optimizer)
         decoder_optimizer.step()
+        encoder.requires_grad_(True)
         self.log("train_loss", loss.detach(), prog_bar=True)
+
+    def _encoder_step(self, index: int, decoder: torch.nn.Module) -> None:
+        """A non-private step of θ_index on a batch of its part through ``decoder``, whose own gradients
+        the caller steps or drops."""
+        encoder_optimizer = self.optimizers()[0].optimizer
+        images, labels = self.batch_of_part(index, self.hparams.batch_size)
+        loss = negative_elbo(self.encoders[index], decoder, images, labels).mean()
+        encoder_optimizer.zero_grad(set_to_none=True)
+        self.manual_backward(loss)
+        self._clipped_step(self.encoders[index], encoder_optimizer)
+        self.log("pretrain_loss", loss.detach(), prog_bar=True)
 
     def _clipped_step(self, module: torch.nn.Module, optimizer: Any) -> None:
         """A non-private step on the batch gradient clipped to C. An encoder steps through its raw
@@ -189,7 +208,8 @@ class DP2VAE(HelperParts, _ConditionalVAE):
             "Variant: the paper's Algorithms 1 and 2. "
             f"{arch['encoders']:,} encoders, each pretrained for {arch['pretrain_steps']:,} steps on its own part of "
             "the data (a keyed hash of each record decides its part) without DP and never released; then decoder "
-            f"steps, each querying one encoder drawn at random with a batch of {arch['batch_size']} from its part."
+            "steps, each training the next encoder in a fixed (public) order and then querying one encoder drawn "
+            f"at random with a batch of {arch['batch_size']} from its part."
         ]
         for entry in config["privacy_ledger"]["entries"]:
             if entry["mechanism"] == "helper_query_subsampled_gaussian":

@@ -6,7 +6,8 @@ Stages: (1) Release: E = Σ_i φ(x_i) ⊗ e_{y_i} over the private training reco
 e_{y_j}‖² over batches of codes and uniformly drawn labels; it reads only Ẽ (post-processing).
 
 Theorem (add/remove-one neighbouring datasets, n public). Every record's term φ(x) ⊗ e_y has
-L2 norm ‖φ(x)‖·‖e_y‖ = 1 exactly (``RandomFourierFeatures``), so adding or removing a record
+L2 norm ‖φ(x)‖·‖e_y‖ = 1 (``RandomFourierFeatures``, computed in float64 for the release: within
+1e-12, where float32 rounding gives up to 1 + 4e-6), so adding or removing a record
 moves the sum E by at most 1: E + N(0, σ²I) is the Gaussian mechanism at noise multiplier σ
 with sensitivity 1, σ calibrated so that it spends the whole target ε. Dividing by the public
 count n and everything after is post-processing. (The official code releases the mean with
@@ -78,10 +79,11 @@ class DPMERF(DPGenerativeModel):
     def _release_embedding(self, datamodule: Any, budget: ReleaseBudget) -> None:
         datamodule.setup("fit")
         images, labels = datamodule.train_set.tensors
-        total = torch.zeros_like(self.released_embedding, dtype=torch.float64)
+        total = torch.zeros_like(self.released_embedding, dtype=torch.float64)  # φ in float64: norm 1 to 1e-12
         for start in range(0, len(images), EMBEDDING_CHUNK):
             chunk = slice(start, start + EMBEDDING_CHUNK)
-            total += labelled_embedding(self.features(images[chunk]), labels[chunk], self.num_classes).double()
+            features = self.features(images[chunk].double())
+            total += labelled_embedding(features, labels[chunk], self.num_classes)
         noisy = budget.release(
             total,
             1.0,

@@ -2,8 +2,10 @@
 sanitised gradients from K critics, each trained without DP on its own part of the data.
 
 Stages: (1) HelperSteps: each critic k is pretrained on part k with a throwaway generator of its
-own (official ``pretrain.py``); (2) PrivateSteps: every step draws a critic k uniformly (secret
-randomness), trains it ``critic_steps`` times on part k, then updates the generator through
+own (official ``pretrain.py``); (2) PrivateSteps: step t trains critic t mod K ``critic_steps``
+times on its part against the current generator (a public schedule; the official code trains the
+drawn critic instead, see ``zoo.privacy.mechanisms.private_helpers`` for why the zoo does not),
+then draws a critic uniformly (secret randomness) and updates the generator through it and
 ``self.gradient_sanitizer`` (B3): the gradient of the generator loss with respect to each
 generated image is clipped to C and noised. The released generator is the moving average of the
 trained one (official ``netGS``), post-processing of the sanitised steps.
@@ -114,25 +116,30 @@ class GSWGAN(HelperParts, DPGenerativeModel):
     # -------------------------------------------------------------- training
     def pretraining_step(self, critic_index: int, iteration: int) -> None:
         """One official pretraining iteration of a critic with its throwaway generator."""
-        critic_optimizer, _, scratch_optimizer = self.optimizers()
+        _, _, scratch_optimizer = self.optimizers()
         if iteration == 0:
             self.scratch_generator.load_state_dict(self._scratch_start)
             scratch_optimizer.optimizer.state.clear()
-        critic = self.critics[critic_index]
-        for _ in range(self.hparams.critic_steps):
-            critic_loss = self._critic_update(critic, critic_index, self.scratch_generator, critic_optimizer.optimizer)
-        self.log("critic_loss", critic_loss, prog_bar=True)
-        self._generator_update(critic, self.scratch_generator, scratch_optimizer, sanitise=False)
+        self._train_critic(critic_index, self.scratch_generator)
+        self._generator_update(self.critics[critic_index], self.scratch_generator, scratch_optimizer, sanitise=False)
 
-    def private_step(self) -> None:
-        critic_optimizer, generator_optimizer, _ = self.optimizers()
-        critic_index = self.draw_helper()
-        critic = self.critics[critic_index]
-        for _ in range(self.hparams.critic_steps):
-            critic_loss = self._critic_update(critic, critic_index, self.trained_generator, critic_optimizer.optimizer)
-        self.log("critic_loss", critic_loss, prog_bar=True)
-        self._generator_update(critic, self.trained_generator, generator_optimizer, sanitise=True)
+    def train_helper(self, critic_index: int) -> None:
+        """The scheduled critic's ``critic_steps`` updates against the current trained generator."""
+        self._train_critic(critic_index, self.trained_generator)
+
+    def private_step(self, critic_index: int) -> None:
+        _, generator_optimizer, _ = self.optimizers()
+        self._generator_update(self.critics[critic_index], self.trained_generator, generator_optimizer, sanitise=True)
         self._update_average()
+
+    def _train_critic(self, index: int, generator: torch.nn.Module) -> None:
+        """``critic_steps`` WGAN-GP updates of critic ``index`` on its part (none when the part is empty)."""
+        if self.part_is_empty(index):
+            return
+        critic_optimizer = self.optimizers()[0].optimizer
+        for _ in range(self.hparams.critic_steps):
+            critic_loss = self._critic_update(self.critics[index], index, generator, critic_optimizer)
+        self.log("critic_loss", critic_loss, prog_bar=True)
 
     def _critic_update(
         self, critic: DCGANCritic, index: int, generator: torch.nn.Module, optimizer: torch.optim.Optimizer
@@ -205,8 +212,8 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         notes = [
             f"Stages: {arch['critics']:,} critics, each pretrained for {arch['pretrain_steps']:,} steps on its own "
             "part of the data (a keyed hash of each record decides its part) and never released; then generator steps, "
-            f"each querying one critic drawn at random through the gradient sanitiser (batch {arch['batch_size']}). "
-            "The released generator is the moving average of the trained one."
+            "each training the next critic in a fixed (public) order and then querying one critic drawn at random "
+            f"through the gradient sanitiser (batch {arch['batch_size']}). The released generator is the moving average of the trained one."
         ]
         for entry in config["privacy_ledger"]["entries"]:
             if entry["barrier"] == "B3":

@@ -1,6 +1,8 @@
 """What methods with private helpers share (GS-WGAN's critics, DP²-VAE's encoders): each helper
-trains without DP on its own part of the private data, and each private step queries one helper
-drawn at random (``zoo.privacy.mechanisms.private_helpers`` states the theorem).
+trains without DP on its own part of the private data, on a public schedule (private step t trains
+helper t mod K, with randomness seeded from t), and each private step then queries one helper drawn
+from secret randomness (``zoo.privacy.mechanisms.private_helpers`` states the theorem and why the
+schedule must not follow the secret draws).
 
 The mixin keeps the parts, the key that assigns records to them (in Lightning checkpoints, so a
 resumed plan keeps each helper on its part: with a fresh key, one helper would depend on two
@@ -10,6 +12,8 @@ accounting assumes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import torch
@@ -22,13 +26,27 @@ from zoo.stages import HelperSteps
 
 #: where a Lightning checkpoint keeps the key that assigns records to helpers
 PARTITION_KEY = "dpzoo_helper_partition_key"
+#: the public seeds of helper training: stream × step, one stream per stage
+PRETRAINING_STREAM, PRIVATE_STREAM = 1, 2
+
+
+@contextmanager
+def public_randomness(stream: int, step: int, device: torch.device) -> Iterator[None]:
+    """The global RNG seeded from (stream, step) alone, and restored afterwards: what a helper draws
+    inside is public, so its state depends on its part and the released outputs only."""
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(stream * 2**40 + step)
+        yield
 
 
 class HelperParts:
     """Mixin (first among the bases) for a LightningModule whose ``helpers`` each read their own part
-    of the data. The module defines ``pretraining_step(helper, iteration)``, ``private_step()`` and the
+    of the data. The module defines ``pretraining_step(helper, iteration)``, ``train_helper(helper)``
+    (one scheduled update against the current released model), ``private_step(queried)`` and the
     ``pretrain_steps`` hyperparameter; ``check_images(images)`` (``DPGenerativeModel``'s, or its own)
-    refuses data its networks cannot take."""
+    refuses data its networks cannot take. A helper whose part is empty is never updated (the
+    methods skip its data steps), so it stays as initialised."""
 
     helpers: PrivateHelpers
     #: the name of the HelperSteps stage that pretrains the helpers one after another
@@ -63,12 +81,18 @@ class HelperParts:
         return HelperSteps(self.pretraining, max_steps=steps, through_helpers=True)
 
     def training_step(self, step: int, batch_idx: int) -> None:
-        """A pretraining step goes to helper step // pretrain_steps; every other step is private."""
+        """A pretraining step goes to helper step // pretrain_steps. A private step t trains helper t mod K
+        (public schedule and randomness), then queries a helper drawn in secret."""
+        step = int(step)
+        device = self.device  # type: ignore[attr-defined]
         if self.training_stage is not None and self.training_stage["name"] == self.pretraining:  # type: ignore[attr-defined]
-            helper, iteration = divmod(int(step), self.hparams.pretrain_steps)  # type: ignore[attr-defined]
-            self.pretraining_step(helper, iteration)  # type: ignore[attr-defined]
+            helper, iteration = divmod(step, self.hparams.pretrain_steps)  # type: ignore[attr-defined]
+            with public_randomness(PRETRAINING_STREAM, step, device):
+                self.pretraining_step(helper, iteration)  # type: ignore[attr-defined]
         else:
-            self.private_step()  # type: ignore[attr-defined]
+            with public_randomness(PRIVATE_STREAM, step, device):
+                self.train_helper(step % self.helpers.parts)  # type: ignore[attr-defined]
+            self.private_step(self.draw_helper())  # type: ignore[attr-defined]
 
     @property
     def private_dataset_size(self) -> int:
@@ -93,9 +117,13 @@ class HelperParts:
             self._parts = self.helpers.split(images, labels, self._partition_key)
         return self._parts
 
+    def part_is_empty(self, index: int) -> bool:
+        return len(self.helper_parts()[index][0]) == 0
+
     def batch_of_part(self, index: int, size: int) -> tuple[Tensor, Tensor]:
-        """``size`` records of helper ``index``'s part drawn with replacement (fewer when the part is smaller)."""
+        """``size`` records of helper ``index``'s part drawn with replacement (fewer when the part is
+        smaller, none when it is empty)."""
         images, labels = self.helper_parts()[index]
-        chosen = torch.randint(len(images), (min(size, len(images)),))
+        chosen = torch.randint(max(len(images), 1), (min(size, len(images)),))
         device = self.device  # type: ignore[attr-defined]
         return images[chosen].to(device), labels[chosen].to(device)

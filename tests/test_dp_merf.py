@@ -2,6 +2,7 @@
 its ε recomputed by a second accountant."""
 
 import copy
+import math
 from types import SimpleNamespace
 
 import dp_accounting
@@ -46,6 +47,17 @@ def test_every_feature_vector_has_norm_one_whatever_the_input():
     assert embedded.shape == (200, 3)
 
 
+def test_in_float64_the_norm_is_one_to_1e12_at_release_scale_and_extreme_inputs():
+    """The release embeds in float64: float32 rounding alone puts norms up to 1 + 4e-6 at this scale."""
+    features = RandomFourierFeatures(3 * 32 * 32, 10_000, width=math.sqrt(105), seed=0)
+    inputs = torch.cat(
+        [torch.rand(20, 3072), torch.ones(1, 3072), 1e6 * torch.randn(5, 3072), torch.full((1, 3072), 1e12)]
+    ).double()
+    norms = features(inputs).norm(dim=1)
+    assert features(inputs).dtype == torch.float64
+    assert (norms - 1).abs().max() < 1e-12
+
+
 @pytest.mark.parametrize("planted", ["zeros", "ones", "huge", "random"])
 def test_a_planted_record_moves_the_released_sum_by_at_most_its_sensitivity(planted):
     model = DPMERF(**TINY)
@@ -59,7 +71,8 @@ def test_a_planted_record_moves_the_released_sum_by_at_most_its_sensitivity(plan
     without, sensitivity = raw_embedding(model, images, labels)
     with_planted, _ = raw_embedding(model, torch.cat([images, record]), torch.cat([labels, torch.tensor([2])]))
     assert sensitivity == 1.0
-    assert (with_planted - without).norm() <= sensitivity * (1 + 1e-6)  # float32 features: norm 1 ± 1e-7
+    assert with_planted.dtype == torch.float64
+    assert (with_planted - without).norm() <= sensitivity * (1 + 1e-12)
 
 
 def test_the_release_spends_the_target_and_a_second_accountant_agrees():

@@ -1,25 +1,36 @@
 """Private helpers: modules trained without DP on parts of the private data, never released
 (GS-WGAN's critics, DP²-VAE's encoders).
 
-Theorem (add/remove-one neighbouring datasets). The K parts come from
+Theorem (add/remove-one neighbouring datasets, N and K public). The K parts come from
 ``zoo.privacy.partition.assign_parts``: each record's part depends on that record alone, so
-adding or removing a record changes one part k and nothing else. Helper k was trained on part
-k without DP, so it may change arbitrarily, and with it every term that a step computes
-through it. Let a private step query one helper drawn uniformly at random (independently of
-everything else), clip each of the B terms it computes through that helper to C, and add
-N(0, σ²C²) noise. Then
+adding or removing a record changes one part k and nothing else. The helpers train on a public
+schedule: private step t first trains helper t mod K on its own part, with randomness seeded
+from t alone, against the released model of the previous steps; then it queries one helper J_t
+drawn uniformly at random from secret randomness that nothing else reads, clips each of the B
+terms it computes through helper J_t to C, and adds fresh N(0, σ²C²) noise. So
 
-* the step's output moves only if it queried part k, which happens independently across
-  steps with probability γ = 1/K: subsampling at rate γ, as Poisson subsampling of the record;
-* when it does, each term may move by 2C (from one point of the C-ball to another), so the
-  output moves by at most 2C·√B when the B terms are released as separate rows (B3, GS-WGAN's
-  sanitised generator gradients), or 2C·B when they are summed (B4, a decoder's per-example
-  gradients under a helper encoder, DP²-VAE).
+* helper j's state before step t is a function of part j, the earlier outputs and public values
+  only: for j ≠ k it is the same under both neighbours, given the same earlier outputs;
+* given the earlier outputs, step t therefore picks one of K items (the helpers' outputs) uniformly
+  and adds Gaussian noise; the neighbour replaces item k only. Every term is clipped to the
+  C-ball, so each item's mean lies in a ball of radius R (R = C·√B when the B terms are released
+  as separate rows, B3, GS-WGAN's sanitised generator gradients; R = C·B when they are summed,
+  B4, a decoder's per-example gradients under a helper encoder, DP²-VAE), and replacing an item
+  moves it by at most 2R: the Gaussian at sensitivity 2R, dominated by (N(2R, σ²C²), N(0, σ²C²));
+* one item drawn of K is sampling without replacement at rate γ = 1/K under the replace-one
+  relation, whose dominating pair is ((1 − γ)·N(0) + γ·N(2R), N(0)) (Zhu, Dong, Wang 2022, Thm.
+  11): exactly the Poisson-subsampled Gaussian's pair in its remove direction, which the
+  accountants' add/remove analysis of Poisson subsampling at rate γ already covers.
 
-Each such step is therefore one Poisson-subsampled Gaussian mechanism at rate γ whose noise
-multiplier is σC over that sensitivity (``step_noise_multiplier``); the steps compose in the
-accountant. The helpers' own training costs nothing separately: everything they could leak
-leaves through the steps that query them, which this accounts for.
+Each step is therefore accounted as one Poisson-subsampled Gaussian at rate γ = 1/K with noise
+multiplier σC/(2R) (``step_noise_multiplier``), and since the domination holds given any earlier
+outputs, the steps compose adaptively in the accountant (dominating pairs compose: Zhu, Dong,
+Wang 2022). The helpers' own training costs nothing separately: what they could leak leaves only
+through the steps that query them. Training the *drawn* helper instead (the papers' scheme) would
+make every helper's state depend on the secret earlier draws, which the adaptive composition
+above does not cover; ``HelperParts`` keeps the public schedule. Whether the refusal of too many
+helpers fires depends on the public N and K only; a part that happens to be empty leaves its
+helper untrained.
 """
 
 from __future__ import annotations
@@ -73,11 +84,17 @@ class PrivateHelpers:
         """The part of each record, from that record alone."""
         return assign_parts(records, self.parts, key)
 
+    def check_dataset_size(self, records: int) -> None:
+        """Refuse fewer records than helpers, from the public N and K alone (never from the parts' sizes)."""
+        if records < self.parts:
+            raise ValueError(
+                f"{self.parts} helpers for {records} records: each helper needs a part of at least one record on "
+                "average; use fewer helpers"
+            )
+
     def split(self, records: Tensor, labels: Tensor, key: bytes | None = None) -> list[tuple[Tensor, Tensor]]:
-        """Each helper's records and labels; adding or removing a record changes one part only."""
+        """Each helper's records and labels; adding or removing a record changes one part only. A part may
+        be empty: its helper then stays as it was initialised."""
+        self.check_dataset_size(len(records))
         part = self.assign(records, key)
-        parts = [(records[part == k], labels[part == k]) for k in range(self.parts)]
-        empty = sum(len(members) == 0 for members, _ in parts)
-        if empty:
-            raise ValueError(f"{empty} of {self.parts} helpers got no records from {len(records)}: use fewer helpers")
-        return parts
+        return [(records[part == k], labels[part == k]) for k in range(self.parts)]

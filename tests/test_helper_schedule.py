@@ -1,0 +1,98 @@
+"""Private helpers (GS-WGAN's critics, DP²-VAE's encoders) train on a public schedule: step t trains
+helper t mod K with randomness seeded from t, whatever helper the secret draw queries, so each
+helper's state depends on its part and the released outputs only (the theorem in
+``zoo.privacy.mechanisms.private_helpers``). An empty part leaves its helper untouched, and the
+refusal of too many helpers reads the public N and K only."""
+
+import pytest
+import torch
+
+from lightning_modules.dp2_vae import DP2VAE
+from lightning_modules.gs_wgan import GSWGAN
+from lightning_modules.helper_parts import PRIVATE_STREAM, public_randomness
+from zoo.privacy import DPCallback, PrivateHelpers
+from zoo.stages import train
+
+QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
+METHODS = {"gs-wgan": (GSWGAN, "critics"), "dp2-vae": (DP2VAE, "encoders")}
+
+
+def tiny(method: str, **overrides):
+    cls, _ = METHODS[method]
+    torch.manual_seed(0)
+    recipe = cls.tiny_recipe()
+    return cls(**{**recipe.architecture, **overrides}), recipe.data()
+
+
+def helper_states(model, method: str) -> list[list[torch.Tensor]]:
+    return [[p.detach().clone() for p in helper.parameters()] for helper in getattr(model, METHODS[method][1])]
+
+
+def changed(before: list[torch.Tensor], after: list[torch.Tensor]) -> bool:
+    return any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def record_private_updates(model, method: str, monkeypatch) -> list[tuple[int, set[int]]]:
+    """(step, helpers whose weights a private step changed), for every private step of a run."""
+    updates = []
+    original = type(model).training_step
+
+    def recording(self, step, batch_idx):
+        private = self.training_stage["name"] != self.pretraining
+        before = helper_states(self, method) if private else None
+        original(self, step, batch_idx)
+        if private:
+            after = helper_states(self, method)
+            moved = {k for k, (b, a) in enumerate(zip(before, after, strict=True)) if changed(b, a)}
+            updates.append((int(step), moved))
+
+    monkeypatch.setattr(type(model), "training_step", recording)
+    return updates
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_private_step_t_trains_helper_t_mod_k_whatever_the_secret_draw(method, monkeypatch):
+    model, data = tiny(method)
+    parts = model.helpers.parts
+    monkeypatch.setattr(type(model), "draw_helper", lambda self: parts - 1)  # always query the last helper
+    updates = record_private_updates(model, method, monkeypatch)
+    train(model, data, DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=5, **QUIET)
+    assert len(updates) == 5
+    assert all(trained == {step % parts} for step, trained in updates)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_an_empty_part_leaves_its_helper_as_initialised_and_training_goes_on(method, monkeypatch):
+    model, data = tiny(method)
+    monkeypatch.setattr(PrivateHelpers, "assign", lambda self, records, key=None: 1 + torch.arange(len(records)) % 2)
+    monkeypatch.setattr(type(model), "draw_helper", lambda self: 0)  # every query goes to the empty part
+    model.configure_model()
+    initial = helper_states(model, method)
+    train(model, data, DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
+    assert len(model.helper_parts()[0][0]) == 0
+    trained = helper_states(model, method)
+    assert not changed(initial[0], trained[0]) and changed(initial[1], trained[1])
+    assert model.privacy_ledger.entries[-1].steps == 4  # every private step queried the empty part's helper
+
+
+def test_whether_too_many_helpers_are_refused_depends_on_n_and_k_only():
+    records, labels = torch.rand(6, 1, 4, 4), torch.zeros(6, dtype=torch.long)
+    parts = PrivateHelpers(6).split(records, labels, b"k" * 16)  # most likely some parts are empty: allowed
+    assert sum(len(images) for images, _ in parts) == 6
+    with pytest.raises(ValueError, match="7 helpers for 6 records.*use fewer helpers"):
+        PrivateHelpers(7).split(records, labels, b"k" * 16)
+
+
+def test_helper_randomness_is_a_function_of_the_step_and_leaves_the_global_stream_alone():
+    torch.manual_seed(123)
+    with public_randomness(PRIVATE_STREAM, 7, torch.device("cpu")):
+        first = torch.rand(3)
+    after_first = torch.rand(1)
+    torch.manual_seed(999)
+    with public_randomness(PRIVATE_STREAM, 7, torch.device("cpu")):
+        second = torch.rand(3)
+    with public_randomness(PRIVATE_STREAM, 8, torch.device("cpu")):
+        other_step = torch.rand(3)
+    torch.manual_seed(123)
+    assert torch.equal(first, second) and not torch.equal(first, other_step)
+    assert torch.equal(after_first, torch.rand(1))
