@@ -25,6 +25,7 @@ from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
+from lightning_modules.nets.dcgan import GENERATORS
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
@@ -52,6 +53,8 @@ class DPMERF(DPGenerativeModel):
         channels: Sequence[int] = (16, 8),
         kernel_size: int = 5,
         batch_norm: bool = True,
+        generator: str = "conv",
+        generator_width: int = 32,
         batch_size: int = 100,
         learning_rate: float = 0.01,
         lr_decay: float = 0.9,
@@ -59,14 +62,23 @@ class DPMERF(DPGenerativeModel):
     ) -> None:
         """Official MNIST defaults: 10,000 features, kernel width √105 (Fashion-MNIST √127; the
         official ``rff_sigma`` is width²), code 5, FC 200 → conv 16, 8 with 5×5 kernels, batch 100,
-        Adam 0.01 decayed ×0.9 every 600 steps (one epoch of 60,000 at batch 100)."""
+        Adam 0.01 decayed ×0.9 every 600 steps (one epoch of 60,000 at batch 100).
+
+        ``generator="conv"`` is the official generator (``hidden``, ``channels``, ``kernel_size`` and
+        ``batch_norm`` shape it); ``"dcgan"`` or ``"resnet"`` take GS-WGAN's conditional generators of
+        width ``generator_width`` instead (``lightning_modules.nets.dcgan``), for larger colour images."""
         super().__init__()
+        if generator not in ("conv", *GENERATORS):
+            raise ValueError(f"generator must be 'conv' or one of {sorted(GENERATORS)}, got {generator!r}")
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.features = RandomFourierFeatures(math.prod(image_shape), features, kernel_width, feature_seed)
-        self.generator = ConditionalConvGenerator(
-            code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm
-        )
+        if generator == "conv":
+            self.generator = ConditionalConvGenerator(
+                code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm
+            )
+        else:
+            self.generator = GENERATORS[generator](code_dim, num_classes, generator_width, image_shape)
         self.register_buffer("released_embedding", torch.zeros(features, num_classes))
 
     def stages(self, datamodule: Any) -> list[Stage]:

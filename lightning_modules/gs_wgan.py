@@ -213,7 +213,8 @@ class GSWGAN(HelperParts, DPGenerativeModel):
             f"Stages: {arch['critics']:,} critics, each pretrained for {arch['pretrain_steps']:,} steps on its own "
             "part of the data (a keyed hash of each record decides its part) and never released; then generator steps, "
             "each training the next critic in a fixed (public) order and then querying one critic drawn at random "
-            f"through the gradient sanitiser (batch {arch['batch_size']}). The released generator is the moving average of the trained one."
+            f"through the gradient sanitiser (batch {arch['batch_size']}). The released generator is the moving "
+            "average of the trained one."
         ]
         for entry in config["privacy_ledger"]["entries"]:
             if entry["barrier"] == "B3":

@@ -71,3 +71,11 @@ def test_cas_cnn_reaches_97_percent_on_real_mnist(data_dir):
     accuracy = train_and_test("cnn", train, test, num_classes=10, seed=0, epochs=10)
     print(f"CAS CNN trained on real MNIST: {accuracy:.2f}%")
     assert accuracy >= 97
+
+
+def test_the_protocol_counts_the_distinct_images_a_model_repeats(data_dir):
+    """A released set of 20 images served 200 times is 20 distinct training images, and says so."""
+    images, labels = load_images("mnist", train=True)
+    few = Replay(images[:20], labels[:20])
+    results = classifier_accuracy_on_synthetic(few, "mnist", classifiers=("lr",), num_samples=200, runs=1)
+    assert results["cas_lr"]["protocol"]["train"].startswith("200 synthetic samples (20 distinct images)")

@@ -13,6 +13,8 @@ from dp_accounting import pld
 from lightning_modules import DPMERF
 from lightning_modules.base import toy_images
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
+from zoo.data import TensorDataModule
+from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPCallback
 from zoo.stages import train
 
@@ -101,3 +103,21 @@ def test_the_generator_learns_the_released_embedding():
         return (model.released_embedding - fitted).norm().item()
 
     assert distance(model.generator) < 0.7 * distance(untrained)
+
+
+@pytest.mark.parametrize("generator", ["dcgan", "resnet"])
+def test_gs_wgans_generators_fit_colour_images_and_reload(generator, tmp_path):
+    torch.manual_seed(0)
+    shape = (3, 24, 24)
+    model = DPMERF(**{**TINY, "image_shape": shape, "generator": generator, "generator_width": 4})
+    data = TensorDataModule(torch.rand(60, *shape), torch.arange(60) % 3, dataset_id="toy-rgb")
+    train(model, data, DPCallback(target_epsilon=5.0), max_steps=3, **QUIET)
+    loaded = from_pretrained(save_pretrained(model, tmp_path / "m"))
+    labels = torch.arange(6) % 3
+    assert torch.equal(loaded.sample(6, labels=labels, seed=1), model.sample(6, labels=labels, seed=1))
+    assert loaded.sample(6, labels=labels, seed=1).shape == (6, *shape)
+
+
+def test_an_unknown_generator_is_refused_before_any_work():
+    with pytest.raises(ValueError, match="generator must be 'conv' or one of"):
+        DPMERF(**{**TINY, "generator": "unet"})

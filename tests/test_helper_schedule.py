@@ -4,6 +4,8 @@ helper's state depends on its part and the released outputs only (the theorem in
 ``zoo.privacy.mechanisms.private_helpers``). An empty part leaves its helper untouched, and the
 refusal of too many helpers reads the public N and K only."""
 
+import math
+
 import pytest
 import torch
 
@@ -96,3 +98,30 @@ def test_helper_randomness_is_a_function_of_the_step_and_leaves_the_global_strea
     torch.manual_seed(123)
     assert torch.equal(first, second) and not torch.equal(first, other_step)
     assert torch.equal(after_first, torch.rand(1))
+
+
+@pytest.mark.parametrize("gamma", [0.5, 0.1, 0.01])
+def test_one_step_is_dominated_by_the_poisson_subsampled_gaussian_it_is_accounted_as(gamma):
+    """The theorem's single-step claim, checked numerically in one dimension: one of K helpers
+    drawn (rate γ = 1/K), the other helpers' outputs anywhere in the ball of radius R, the record's
+    helper moved from one end to the other. Its hockey-stick divergences, both ways, stay below
+    those of ((1 − γ)N(0) + γN(2R), N(0)), the Poisson remove pair, at every ε."""
+    sigma, radius = 1.0, 1.0
+    x = torch.linspace(-12, 12, 200_001, dtype=torch.float64)
+    dx = float(x[1] - x[0])
+
+    def gaussian(mean: float) -> torch.Tensor:
+        return torch.exp(-0.5 * ((x - mean) / sigma) ** 2) / (sigma * (2 * torch.pi) ** 0.5)
+
+    def hockey_stick(p: torch.Tensor, q: torch.Tensor, alpha: float) -> float:
+        return float((p - alpha * q).clamp(min=0).sum() * dx)
+
+    others = sum(gaussian(m) for m in (-radius, -0.3, 0.2, radius)) / 4  # the helpers j ≠ k
+    with_record = (1 - gamma) * others + gamma * gaussian(radius)
+    without = (1 - gamma) * others + gamma * gaussian(-radius)
+    accounted = ((1 - gamma) * gaussian(0.0) + gamma * gaussian(2 * radius), gaussian(0.0))
+    for epsilon in (0.0, 0.05, 0.2, 0.5, 1.0, 2.0):
+        alpha = math.exp(epsilon)
+        bound = hockey_stick(*accounted, alpha)
+        assert hockey_stick(with_record, without, alpha) <= bound + 1e-9
+        assert hockey_stick(without, with_record, alpha) <= bound + 1e-9

@@ -25,7 +25,8 @@ def classifier_accuracy_on_synthetic(
 
     One synthetic set of ``num_samples`` images with balanced labels (0, 1, ..., K-1, 0, ...)
     is drawn with ``seed`` (or passed as ``samples``, drawn with those labels); each run
-    retrains the classifier from a new seed.
+    retrains the classifier from a new seed. The protocol counts the distinct images among them:
+    a released set (Private Set, P3DM) repeats its few images to fill ``num_samples``.
     """
     if getattr(model, "num_classes", None) is None:
         raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional")
@@ -33,6 +34,7 @@ def classifier_accuracy_on_synthetic(
     images = model.sample(num_samples, labels=labels, seed=seed) if samples is None else samples
     reference = dataset if isinstance(dataset, ReferenceImages) else reference_images(dataset)
     test = (reference.images, reference.labels)
+    distinct = distinct_images(images)
     results = {}
     for name in classifiers:
         accuracies = [
@@ -43,10 +45,15 @@ def classifier_accuracy_on_synthetic(
             **accuracy_over_runs(accuracies),
             "protocol": {
                 "classifier": name if name != "resnet" else "timm resnet18 from scratch",
-                "train": f"{num_samples} synthetic samples, balanced labels, seed {seed}",
+                "train": f"{num_samples} synthetic samples ({distinct} distinct images), balanced labels, seed {seed}",
                 "test": reference.description,
                 "epochs": None if name == "lr" else epochs,
                 "optimizer": "sklearn LogisticRegression defaults" if name == "lr" else "Adam defaults, batch 128",
             },
         }
     return results
+
+
+def distinct_images(images: Tensor) -> int:
+    """How many different images a set holds (exact pixel equality)."""
+    return len(torch.unique(images.flatten(1), dim=0))
