@@ -35,6 +35,10 @@ from zoo.privacy.pac import PACPrivacy
 from zoo.registry import register_method
 from zoo.stages import PACBudget, PACRelease, Stage
 
+#: per-pixel noise std above which a card says plainly that the release is noise: each image then
+#: carries noise of more than ten times the norm of the largest image in [0, 1]
+NOISE_ONLY_STD = 10.0
+
 
 class NoisedSet(nn.Module):
     """The release: PAC-noised images (unclipped, as released) with their public, balanced labels."""
@@ -172,6 +176,11 @@ class P3DM(DPGenerativeModel):
         noise = [
             f"Per pixel the released noise has σ = {r['noise_std']:.3g} on images in [0, 1]: its norm per image is "
             f"about {r['noise_std'] * image_norm:.3g}, against at most {image_norm:.3g} for an image."
+            + (
+                " At this bound the release is noise: the noise is more than ten times the largest image."
+                if r["noise_std"] > NOISE_ONLY_STD
+                else ""
+            )
             for r in releases
         ]
         return [*lines, *noise]

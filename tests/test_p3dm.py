@@ -8,6 +8,7 @@ import torch
 
 from lightning_modules import P3DM
 from lightning_modules.langevin import FAR_IN_SIGMAS, geometric_sigmas, randomized_response_pairs
+from zoo.cards import PAC_SUBJECT
 from zoo.stages import train
 
 SIGMAS = geometric_sigmas(1.0, 0.01, 10)
@@ -71,3 +72,17 @@ def test_the_release_is_the_noised_set_and_sampling_repeats_it():
 def test_bad_hyperparameters_are_refused(bad):
     with pytest.raises(ValueError):
         P3DM(**bad)
+
+
+@pytest.mark.parametrize(("noise_std", "says_noise"), [(95.4, True), (0.5, False)])
+def test_the_card_says_plainly_when_the_release_is_noise(noise_std, says_noise):
+    config = {
+        "architecture": {"image_shape": (1, 28, 28), "images_per_class": 10, "rr_epsilon": 10.0},
+        "privacy_ledger": {"pac_releases": [{"noise_std": noise_std}]},
+    }
+    notes = " ".join(P3DM.card_notes(config))
+    assert ("At this bound the release is noise" in notes) is says_noise
+
+
+def test_the_pac_subject_says_what_a_bound_above_ln2_does_not_protect():
+    assert "above ln 2 ≈ 0.69 nat does not rule out revealing whether one given record was used" in PAC_SUBJECT

@@ -11,6 +11,7 @@ from lightning_modules import DPNF
 from tests.toys import tiny_trainer
 from zoo.data import TableDataModule
 from zoo.data.standardisation import private_standardisation
+from zoo.data.table_datamodule import split_and_validation
 from zoo.data.tables import ROW_NORM_BOUNDS, SYNTHETIC
 from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPCallback, PrivacyConfigError, PrivacyLedger, epsilon_spent
@@ -155,3 +156,12 @@ def test_synthetic_row_norm_bounds_hold_on_public_draws_not_read_off_the_protect
     """The bound comes from draws with other seeds of the public generator (seed 0 is the private table)."""
     largest = max(float(SYNTHETIC[table](seed=seed).norm(dim=1).max()) for seed in (1, 2, 3))
     assert largest < ROW_NORM_BOUNDS[table] < 2 * largest
+
+
+def test_held_out_validation_rows_keep_the_test_rows_of_their_split():
+    plain = TableDataModule("half_moons", split=2, standardisation="public")
+    held_out = TableDataModule("half_moons", split=2, validation_fraction=0.1, standardisation="public")
+    plain.setup(), held_out.setup()
+    assert torch.equal(plain.test_rows, held_out.test_rows) and plain.dataset_id != held_out.dataset_id
+    assert split_and_validation(held_out.dataset_id) == (plain.dataset_id, 0.1)
+    assert split_and_validation(plain.dataset_id) == (plain.dataset_id, 0.0)

@@ -49,7 +49,8 @@ PAC_SUBJECT = (
     "X, the training subset drawn from the dataset (each record kept independently with the subset rate): the "
     "bound limits the information the release carries about which records were used, and so any adversary's "
     "gain in reconstructing X (P3DM Theorem 3.1). The dataset is the pool the subsets are drawn from: what the "
-    "release reveals about the pool as a whole is not bounded"
+    "release reveals about the pool as a whole is not bounded. Nor is any one record: a bound above ln 2 ≈ 0.69 "
+    "nat does not rule out revealing whether one given record was used"
 )
 
 

@@ -3,6 +3,7 @@ train loaders, and a standardisation released privately (or declared public)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,17 @@ if TYPE_CHECKING:
     from zoo.stages import ReleaseBudget
 
 STANDARDISATIONS = ("private", "public")
+#: how a dataset id names the validation rows held out of the training rows
+VALIDATION_TAG = ",minus-validation="
+
+
+def split_and_validation(dataset_id: str) -> tuple[str, float]:
+    """A table dataset id without its held-out validation rows, and their fraction (0 if none): two
+    ids with the same first part hold out the same test rows (drawn first, from the split alone)."""
+    match = re.search(rf"{VALIDATION_TAG}([^]]*)", dataset_id)
+    if match is None:
+        return dataset_id, 0.0
+    return dataset_id.replace(match.group(0), ""), float(match.group(1))
 
 
 class TableDataModule(pl.LightningDataModule):
@@ -85,7 +97,7 @@ class TableDataModule(pl.LightningDataModule):
 
     @property
     def dataset_id(self) -> str:
-        held_out = f",minus-validation={self.validation_fraction:g}" if self.validation_fraction else ""
+        held_out = f"{VALIDATION_TAG}{self.validation_fraction:g}" if self.validation_fraction else ""
         return f"{self.table}/train[split={self.split}/{self.splits},test={self.test_fraction:g}{held_out}]"
 
     @property

@@ -10,7 +10,7 @@ from PIL import Image
 from torch import Tensor
 
 from zoo.baselines import DPGaussianMixture
-from zoo.data.table_datamodule import TableDataModule
+from zoo.data.table_datamodule import TableDataModule, split_and_validation
 from zoo.data.tables import ROW_NORM_BOUNDS, TABLES
 from zoo.metrics.datasets import Evaluator, register_evaluator
 from zoo.metrics.dp_ad import dp_anomaly_detection_report
@@ -84,17 +84,23 @@ def _figures(model: Any, test: Tensor, results: dict[str, Any]) -> dict[str, Ima
 
 
 def _training_split(model: Any, table: str, split: int) -> TableDataModule:
-    """The split named in the model's ledger: evaluating on rows it trained on would flatter it."""
-    data = TableDataModule(table, split=split, standardisation="public")
+    """The split named in the model's ledger, with the validation rows it held out: evaluating on
+    rows it trained on would flatter it."""
+    split_id = TableDataModule(table, split=split, standardisation="public").dataset_id
     ledger = getattr(model, "privacy_ledger", None)
     trained_on = {e.dataset_id for e in (ledger.entries if ledger else [])}
-    if data.dataset_id not in trained_on:
-        raise ValueError(
-            f"evaluation uses the test rows of {data.dataset_id}, but the model was trained on {sorted(trained_on)}; "
-            "pass the split it was trained on"
-        )
-    data.setup()
-    return data
+    for trained in sorted(trained_on):
+        trained_split, validation_fraction = split_and_validation(trained)
+        if trained_split == split_id:
+            data = TableDataModule(
+                table, split=split, validation_fraction=validation_fraction, standardisation="public"
+            )
+            data.setup()
+            return data
+    raise ValueError(
+        f"evaluation uses the test rows of {split_id}, but the model was trained on {sorted(trained_on)}; "
+        "pass the split it was trained on"
+    )
 
 
 def _log_likelihood(model: Any, test: Tensor, table: str, split: int) -> dict[str, Any]:
