@@ -161,6 +161,7 @@ class DP2VAE(HelperParts, _ConditionalVAE):
             return
         self.scratch_decoder.load_state_dict(self.decoder.state_dict())
         self._encoder_step(index, self.scratch_decoder)
+        self.scratch_decoder.zero_grad(set_to_none=True)  # the copy only carries the encoder's gradients
 
     def private_step(self, index: int) -> None:
         """Algorithm 2's decoder step: per-example gradients through θ_index go to DP-SGD (the callback
