@@ -22,8 +22,7 @@ import torch
 from torchvision.utils import save_image
 from validation_halves import held_out_cnn_accuracy, validation_halves
 
-from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
-from lightning_modules.nets.dcgan import GENERATORS
+from lightning_modules.dp_merf import GENERATOR_KINDS, build_generator
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from zoo.privacy import calibrate_noise_multiplier
 
@@ -43,7 +42,7 @@ def main() -> None:
     parser.add_argument("--channels", default="16,8")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--nobn", action="store_true", help="no batch norm in the generator")
-    parser.add_argument("--generator", default="conv", choices=["conv", *GENERATORS], help="conv: the official one")
+    parser.add_argument("--generator", default="conv", choices=GENERATOR_KINDS, help="conv: the official one")
     parser.add_argument("--width", type=int, default=64, help="width of a dcgan/resnet generator")
     parser.add_argument("--grid", default=None, help="also save 10 samples per class here (a PNG) to look at")
     parser.add_argument("--private_n", type=int, default=50000, help="size of the private set the noise stands for")
@@ -57,12 +56,9 @@ def main() -> None:
     target = mean + sigma / args.private_n * torch.randn(mean.shape)
     channels = tuple(int(c) for c in args.channels.split(","))
     shape = tuple(embedded_images.shape[1:])
-    if args.generator == "conv":
-        generator = ConditionalConvGenerator(
-            args.code, 10, args.hidden, channels, image_shape=shape, batch_norm=not args.nobn
-        )
-    else:
-        generator = GENERATORS[args.generator](args.code, 10, args.width, shape)
+    generator = build_generator(
+        args.generator, args.code, 10, shape, args.hidden, channels, 5, not args.nobn, args.width
+    )
     optimizer = torch.optim.Adam(generator.parameters(), lr=args.lr)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, max(1, args.steps // 5), args.decay)
     start = time.time()

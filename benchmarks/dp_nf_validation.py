@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import yaml
 
@@ -23,7 +24,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", help="a DP-NF recipe (configs/dp_nf_*.yaml) with validation_fraction > 0")
     args = parser.parse_args()
-    recipe = yaml.safe_load(open(args.config))
+    recipe = yaml.safe_load(Path(args.config).read_text())
     data = TableDataModule(**recipe["data"]["init_args"])
     data.setup()
     if not len(data.validation_rows):

@@ -33,6 +33,26 @@ from zoo.stages import PublicSteps, Release, ReleaseBudget, Stage
 
 #: records embedded at a time (n × features floats)
 EMBEDDING_CHUNK = 1000
+#: "conv": the official generator; the others: GS-WGAN's conditional generators
+GENERATOR_KINDS = ("conv", *GENERATORS)
+
+
+def build_generator(
+    kind: str,
+    code_dim: int,
+    num_classes: int,
+    image_shape: Sequence[int],
+    hidden: int,
+    channels: Sequence[int],
+    kernel_size: int,
+    batch_norm: bool,
+    width: int,
+) -> torch.nn.Module:
+    """The conditional generator ``kind``: the official one shaped by ``hidden``, ``channels``,
+    ``kernel_size`` and ``batch_norm``, or a DCGAN/ResNet one of ``width``."""
+    if kind == "conv":
+        return ConditionalConvGenerator(code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm)
+    return GENERATORS[kind](code_dim, num_classes, width, image_shape)
 
 
 @register_method
@@ -68,17 +88,14 @@ class DPMERF(DPGenerativeModel):
         ``batch_norm`` shape it); ``"dcgan"`` or ``"resnet"`` take GS-WGAN's conditional generators of
         width ``generator_width`` instead (``lightning_modules.nets.dcgan``), for larger colour images."""
         super().__init__()
-        if generator not in ("conv", *GENERATORS):
+        if generator not in GENERATOR_KINDS:
             raise ValueError(f"generator must be 'conv' or one of {sorted(GENERATORS)}, got {generator!r}")
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.features = RandomFourierFeatures(math.prod(image_shape), features, kernel_width, feature_seed)
-        if generator == "conv":
-            self.generator = ConditionalConvGenerator(
-                code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm
-            )
-        else:
-            self.generator = GENERATORS[generator](code_dim, num_classes, generator_width, image_shape)
+        self.generator = build_generator(
+            generator, code_dim, num_classes, image_shape, hidden, channels, kernel_size, batch_norm, generator_width
+        )
         self.register_buffer("released_embedding", torch.zeros(features, num_classes))
 
     def stages(self, datamodule: Any) -> list[Stage]:
