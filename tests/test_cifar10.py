@@ -1,16 +1,23 @@
 """CIFAR-10 as a named dataset: offline from the image-folder tree in DPZOO_DATA_DIR, in the official
-label order, with the 10,000-image validation split carved from train as for MNIST."""
+label order, with the 10,000-image validation split carved from train as for MNIST; the shipped
+CIFAR-10 checkpoints sample 3×32×32 images and their ε recomputes from the ledger with dp-accounting."""
 
+import json
 import os
 from pathlib import Path
 
+import dp_accounting
 import pytest
 import torch
+from dp_accounting import pld
 
+import zoo
 from tests.conftest import SHARED_DATA
 from tests.folders import write_image_folder
+from tests.test_checkpoints import SHIPPED
 from zoo.data import DataNotFoundError, ImageDataModule, load_images
 from zoo.data.images import TREE_CLASSES
+from zoo.registry import checkpoints_dir
 
 
 @pytest.fixture
@@ -50,3 +57,28 @@ def test_the_real_test_split_has_1000_images_per_class(monkeypatch):
     images, labels = load_images("cifar10", train=False)
     assert images.shape == (10_000, 3, 32, 32)
     assert torch.bincount(labels).tolist() == [1000] * 10
+
+
+CIFAR_CHECKPOINTS = [
+    model_id
+    for model_id in SHIPPED
+    if any(
+        entry["dataset_id"].startswith("cifar10/")
+        for entry in json.loads((checkpoints_dir() / model_id / "config.json").read_text())["privacy_ledger"]["entries"]
+    )
+]
+
+
+@pytest.mark.parametrize("model_id", CIFAR_CHECKPOINTS)
+def test_cifar10_checkpoint_samples_colour_images_and_its_epsilon_recomputes(model_id):
+    model = zoo.load(model_id)
+    assert model.sample(20, seed=0).shape == (20, 3, 32, 32)
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
+    for entry in model.privacy_ledger.entries:
+        gaussian = dp_accounting.GaussianDpEvent(entry.noise_multiplier)
+        event = gaussian if entry.sample_rate == 1 else dp_accounting.PoissonSampledDpEvent(entry.sample_rate, gaussian)
+        accountant.compose(event, entry.steps)
+    (guarantee,) = model.privacy_ledger.guarantees().values()
+    independent = accountant.get_epsilon(guarantee["delta"])
+    # the card's PRV ε is an upper bound: never below the PLD's, and not loose by more than 2%
+    assert independent <= guarantee["epsilon"] * (1 + 1e-3) and guarantee["epsilon"] <= independent * 1.02

@@ -118,7 +118,9 @@ def _run(
             cache_root=str(cache_dir() / "fidelity"),
             input2_cache_name=_reference_cache_name(reference, weights),
             save_cpu_ram=True,  # no loader workers: the images are already in memory
-            verbose=False,  # its printout calls every FID "Frechet Inception Distance"
+            # its progress bars for the long Inception pass; its printout calls every FID "Frechet Inception
+            # Distance", so it stays quiet for the LeNet extractors
+            verbose=not extractor.startswith("lenet"),
             **flags,
         )
     except (OSError, RuntimeError) as error:  # urllib errors are OSErrors
