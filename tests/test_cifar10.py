@@ -76,8 +76,7 @@ def test_cifar10_checkpoint_samples_colour_images_and_its_epsilon_recomputes(mod
     accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
     for entry in model.privacy_ledger.entries:
         gaussian = dp_accounting.GaussianDpEvent(entry.noise_multiplier)
-        event = gaussian if entry.sample_rate == 1 else dp_accounting.PoissonSampledDpEvent(entry.sample_rate, gaussian)
-        accountant.compose(event, entry.steps)
+        accountant.compose(dp_accounting.PoissonSampledDpEvent(entry.sample_rate, gaussian), entry.steps)
     (guarantee,) = model.privacy_ledger.guarantees().values()
     independent = accountant.get_epsilon(guarantee["delta"])
     # the card's PRV ε is an upper bound: never below the PLD's, and not loose by more than 2%
