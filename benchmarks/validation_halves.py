@@ -23,3 +23,17 @@ def validation_halves(dataset: str) -> tuple[tuple[Tensor, Tensor], tuple[Tensor
 def held_out_cnn_accuracy(samples: Tensor, sample_labels: Tensor, held_out: tuple[Tensor, Tensor]) -> float:
     """CNN CAS (DP-LFlow E.4): a CNN trained on the samples, tested on the held-out half."""
     return train_and_test("cnn", (samples, sample_labels), held_out, 10, seed=0)
+
+
+def emulated_central_images(
+    images: Tensor, labels: Tensor, noise_multiplier: float, clip_norm: float, private_n: int
+) -> Tensor:
+    """Per-class central images of the training half with the noise the release over ``private_n``
+    private images would carry (``lightning_modules.central_images``: std σ·R·√(17/16) on each sum,
+    divided by that class's share of ``private_n``), clamped to [0, 1]: (10, C, H, W)."""
+    flat = images.flatten(1).double()
+    flat = flat * (clip_norm / flat.norm(dim=1, keepdim=True)).clamp(max=1.0)
+    means = torch.stack([flat[labels == c].mean(0) for c in range(10)])
+    counts = torch.stack([(labels == c).sum() for c in range(10)]).double() * private_n / len(labels)
+    noise = torch.randn(means.shape, dtype=means.dtype) * noise_multiplier * clip_norm * (17 / 16) ** 0.5
+    return (means + noise / counts[:, None]).clamp(0, 1).float().view(10, *images.shape[1:])

@@ -24,8 +24,8 @@ import torch
 from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe
-from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
-from lightning_modules.nets.dcgan import GENERATORS
+from lightning_modules.central_images import CentralImagesWarmStart
+from lightning_modules.nets.generators import build_generator
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
@@ -33,30 +33,10 @@ from zoo.stages import PublicSteps, Release, ReleaseBudget, Stage
 
 #: records embedded at a time (n × features floats)
 EMBEDDING_CHUNK = 1000
-#: "conv": the official generator; the others: GS-WGAN's conditional generators
-GENERATOR_KINDS = ("conv", *GENERATORS)
-
-
-def build_generator(
-    kind: str,
-    code_dim: int,
-    num_classes: int,
-    image_shape: Sequence[int],
-    hidden: int,
-    channels: Sequence[int],
-    kernel_size: int,
-    batch_norm: bool,
-    width: int,
-) -> torch.nn.Module:
-    """The conditional generator ``kind``: the official one shaped by ``hidden``, ``channels``,
-    ``kernel_size`` and ``batch_norm``, or a DCGAN/ResNet one of ``width``."""
-    if kind == "conv":
-        return ConditionalConvGenerator(code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm)
-    return GENERATORS[kind](code_dim, num_classes, width, image_shape)
 
 
 @register_method
-class DPMERF(DPGenerativeModel):
+class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
     method = "dp-merf"
     privacy_barrier = PrivacyBarrier.ONE_SHOT_RELEASE
     released_modules = ("generator",)
@@ -79,6 +59,7 @@ class DPMERF(DPGenerativeModel):
         learning_rate: float = 0.01,
         lr_decay: float = 0.9,
         decay_every: int = 600,
+        warm_start: dict[str, Any] | None = None,
     ) -> None:
         """Official MNIST defaults: 10,000 features, kernel width √105 (Fashion-MNIST √127; the
         official ``rff_sigma`` is width²), code 5, FC 200 → conv 16, 8 with 5×5 kernels, batch 100,
@@ -86,10 +67,10 @@ class DPMERF(DPGenerativeModel):
 
         ``generator="conv"`` is the official generator (``hidden``, ``channels``, ``kernel_size`` and
         ``batch_norm`` shape it); ``"dcgan"`` or ``"resnet"`` take GS-WGAN's conditional generators of
-        width ``generator_width`` instead (``lightning_modules.nets.dcgan``), for larger colour images."""
+        width ``generator_width`` instead (``lightning_modules.nets.dcgan``), for larger colour images.
+        ``warm_start``: release central images first and fit the generator to them before the embedding
+        (``lightning_modules.central_images.WarmStart``; None: start from scratch)."""
         super().__init__()
-        if generator not in GENERATOR_KINDS:
-            raise ValueError(f"generator must be 'conv' or one of {sorted(GENERATORS)}, got {generator!r}")
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.features = RandomFourierFeatures(math.prod(image_shape), features, kernel_width, feature_seed)
@@ -97,9 +78,11 @@ class DPMERF(DPGenerativeModel):
             generator, code_dim, num_classes, image_shape, hidden, channels, kernel_size, batch_norm, generator_width
         )
         self.register_buffer("released_embedding", torch.zeros(features, num_classes))
+        self.init_warm_start()
 
     def stages(self, datamodule: Any) -> list[Stage]:
         return [
+            *self.warm_start_stages(),
             Release("mean embedding", self._release_embedding, calibrated=True),
             PublicSteps("fit the generator to the released embedding"),
         ]
@@ -122,6 +105,8 @@ class DPMERF(DPGenerativeModel):
         self.released_embedding.copy_(noisy / len(images))
 
     def training_step(self, step: Tensor, batch_idx: int) -> Tensor:
+        if self.in_warm_start():
+            return self.warm_start_step(step)
         size = self.hparams.batch_size
         labels = torch.randint(self.num_classes, (size,), device=self.device)
         images = self.generator(torch.randn(size, self.hparams.code_dim, device=self.device), labels)
@@ -147,7 +132,8 @@ class DPMERF(DPGenerativeModel):
             f"Stages: the class-conditional embedding of {arch['features']:,} random Fourier features (kernel width "
             f"{arch['kernel_width']:.3g}, frequencies drawn from seed {arch['feature_seed']}) released once; then the "
             "generator fitted to it without reading the data again (post-processing). The released embedding is "
-            "not part of this folder."
+            "not part of this folder.",
+            *cls.warm_start_notes(config),
         ]
 
     @classmethod

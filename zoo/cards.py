@@ -26,6 +26,7 @@ LICENSE = "apache-2.0"
 TEMPLATE = "model_card.md"
 BARRIERS = {
     "B1": "a one-shot statistic released with the Gaussian mechanism",
+    "B1'": "a statistic of each step's Poisson minibatch released with the Gaussian mechanism",
     "B2": "DP-SGD on a critic or classifier; what is released sees the data only through it",
     "B3": "per-sample gradients from the critics into the generator output, clipped and noised",
     "B4": "DP-SGD on every released parameter",

@@ -26,6 +26,8 @@ def check_finetunable(model: Any) -> None:
             f"{model.method} releases a PAC-noised output and no trained network; there is nothing to continue "
             "training. Run its recipe on the new data (its own PAC release)."
         )
+    if barrier == PrivacyBarrier.SUBSAMPLED_RELEASE:
+        return  # every private step releases a fresh embedding of the new data; the released generator continues
     if barrier not in (PrivacyBarrier.PRIVATE_MODEL, PrivacyBarrier.PRIVATE_CRITIC):
         raise PrivacyConfigError(
             f"{model.method} uses barrier {barrier.value}: its private step needs modules that are never released "

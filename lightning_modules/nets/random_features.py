@@ -1,4 +1,5 @@
-"""Random Fourier features of a Gaussian kernel (Rahimi & Recht 2007), as DP-MERF uses them.
+"""Random Fourier features of a Gaussian kernel (Rahimi & Recht 2007), as DP-MERF uses them, and of
+a mixture of Gaussian kernels (DP-Kernel's multi-bandwidth kernel).
 
 φ(x) = [cos(Wx), sin(Wx)] / sqrt(D/2) with the D/2 rows of W drawn from N(0, I/width²), so
 φ(x)·φ(x') ≈ exp(−‖x − x'‖² / (2·width²)) and ‖φ(x)‖ = 1 for every x: the norm bound that
@@ -13,6 +14,10 @@ import math
 
 import torch
 from torch import Tensor, nn
+
+from zoo.privacy.mechanisms.kernel_embedding import labelled_embedding
+
+__all__ = ["RandomFourierFeatures", "fourier_features", "labelled_embedding", "mixture_frequencies"]
 
 
 class RandomFourierFeatures(nn.Module):
@@ -29,11 +34,27 @@ class RandomFourierFeatures(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """(n, in_features) → (n, features) in x's dtype, each row of L2 norm 1 (up to that dtype's rounding)."""
-        projection = x.flatten(1) @ self.frequencies.T.to(x.dtype)
-        return torch.cat([projection.cos(), projection.sin()], 1) / math.sqrt(self.features // 2)
+        return fourier_features(x, self.frequencies)
 
 
-def labelled_embedding(features: Tensor, labels: Tensor, num_classes: int) -> Tensor:
-    """Σ_i φ(x_i) ⊗ e_{y_i}, shape (features, classes): each record's term has L2 norm ‖φ(x_i)‖ = 1."""
-    one_hot = nn.functional.one_hot(labels.long(), num_classes).to(features.dtype)
-    return features.T @ one_hot
+def fourier_features(x: Tensor, frequencies: Tensor) -> Tensor:
+    """φ(x) = [cos(Wx), sin(Wx)] / sqrt(m) for the m rows of W: (n, ...) → (n, 2m) in x's dtype, each row
+    of L2 norm 1 (up to that dtype's rounding)."""
+    projection = x.flatten(1) @ frequencies.T.to(x.dtype)
+    return torch.cat([projection.cos(), projection.sin()], 1) / math.sqrt(len(frequencies))
+
+
+def mixture_frequencies(
+    in_features: int,
+    count: int,
+    widths: tuple[float, ...],
+    generator: torch.Generator,
+    device: torch.device | None = None,
+) -> Tensor:
+    """``count`` frequencies of the mixture kernel (1/L)·Σ_l exp(−‖x − x'‖² / (2·width_l²)): each row picks
+    one of the L widths uniformly and is drawn from N(0, I/width²), the mixture's spectral density."""
+    if count < 1 or not widths or min(widths) <= 0:
+        raise ValueError(f"need count >= 1 and positive widths, got {count} and {widths}")
+    scales = torch.tensor(widths, dtype=torch.float32)[torch.randint(len(widths), (count,), generator=generator)]
+    frequencies = torch.randn(count, in_features, generator=generator) / scales[:, None]
+    return frequencies.to(device)

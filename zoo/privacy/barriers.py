@@ -12,6 +12,7 @@ from zoo.privacy.errors import PrivacyConfigError
 
 class PrivacyBarrier(str, Enum):
     ONE_SHOT_RELEASE = "B1"  # a bounded-sensitivity statistic, noised once (DP-MERF)
+    SUBSAMPLED_RELEASE = "B1'"  # a bounded-sensitivity statistic of a Poisson minibatch, noised every step (DP-Kernel)
     PRIVATE_CRITIC = "B2"  # DP-SGD on a critic/classifier that sees the data (DP-CGAN)
     SANITIZED_OUTPUT_GRADIENT = "B3"  # per-sample gradients into a tensor, clipped and noised (GS-WGAN)
     PRIVATE_MODEL = "B4"  # DP-SGD on the released model itself (DP-LFlow, DP-NF, DP²-VAE)

@@ -3,6 +3,7 @@
 - ``dp_sgd``: per-example DP-SGD (B2 on a critic, B4 on the released model), with noise multiplicity;
 - ``output_sanitizer``: clipped, noised gradients into a generated batch (B3, GS-WGAN);
 - ``gaussian_release``: a one-shot statistic (B1, DP-MERF's embedding, DP-NF's standardisation);
+- ``kernel_embedding``: a kernel mean embedding of every step's Poisson batch with GP noise (B1′, DP-Kernel);
 - ``private_helpers``: never-released modules trained without DP on parts of the data, and
   the accounting of the steps that query them (GS-WGAN's critics, DP²-VAE's encoders);
 - ``helper_query_dp_sgd``: B4 whose per-example terms come through such a helper (DP²-VAE).
@@ -16,6 +17,7 @@ from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.dp_sgd import PerExampleDPSGD
 from zoo.privacy.mechanisms.gaussian_release import gaussian_release, scale_rows_to_unit_ball
 from zoo.privacy.mechanisms.helper_query_dp_sgd import HelperQueryDPSGD
+from zoo.privacy.mechanisms.kernel_embedding import KernelEmbeddingRelease, NoisedEmbedding
 from zoo.privacy.mechanisms.output_sanitizer import GradientSanitizer, OutputGradientSanitizer
 from zoo.privacy.mechanisms.private_helpers import PrivateHelpers, step_noise_multiplier, step_sensitivity
 
@@ -24,6 +26,7 @@ TRAINING_MECHANISMS: dict[PrivacyBarrier, type[TrainingMechanism]] = {
     PrivacyBarrier.PRIVATE_CRITIC: PerExampleDPSGD,
     PrivacyBarrier.PRIVATE_MODEL: PerExampleDPSGD,
     PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT: OutputGradientSanitizer,
+    PrivacyBarrier.SUBSAMPLED_RELEASE: KernelEmbeddingRelease,
 }
 
 
@@ -45,6 +48,8 @@ __all__ = [
     "TRAINING_MECHANISMS",
     "GradientSanitizer",
     "HelperQueryDPSGD",
+    "KernelEmbeddingRelease",
+    "NoisedEmbedding",
     "OutputGradientSanitizer",
     "PerExampleDPSGD",
     "PrivateHelpers",

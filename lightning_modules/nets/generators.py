@@ -1,0 +1,33 @@
+"""The conditional generators that methods fit to released statistics (DP-MERF, DP-Kernel), by kind:
+``"conv"`` is DP-MERF's official generator, the others GS-WGAN's DCGAN/ResNet generators."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import nn
+
+from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
+from lightning_modules.nets.dcgan import GENERATORS
+
+GENERATOR_KINDS = ("conv", *GENERATORS)
+
+
+def build_generator(
+    kind: str,
+    code_dim: int,
+    num_classes: int,
+    image_shape: Sequence[int],
+    hidden: int,
+    channels: Sequence[int],
+    kernel_size: int,
+    batch_norm: bool,
+    width: int,
+) -> nn.Module:
+    """The conditional generator ``kind``: the official DP-MERF one shaped by ``hidden``, ``channels``,
+    ``kernel_size`` and ``batch_norm``, or a DCGAN/ResNet one of ``width``."""
+    if kind not in GENERATOR_KINDS:
+        raise ValueError(f"generator must be 'conv' or one of {sorted(GENERATORS)}, got {kind!r}")
+    if kind == "conv":
+        return ConditionalConvGenerator(code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm)
+    return GENERATORS[kind](code_dim, num_classes, width, image_shape)
