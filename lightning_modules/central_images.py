@@ -15,7 +15,10 @@ fits a generator to the means are post-processing.
 A method opts in with a ``warm_start`` setting (:class:`WarmStart`) and lists
 ``warm_start_stages()`` first in its plan; during the warm start its ``training_step`` hands over
 to ``warm_start_step``, which fits ``self.generator(code, labels)`` to the central images by a
-kernel MMD under fresh random features (the same loss for any conditional image generator).
+kernel MMD under fresh random features (the same loss for any conditional image generator); a
+model of another kind (DP-LFlow's autoencoder and flow) overrides ``warm_start_step`` with its own
+loss on ``self.central_images``. An unconditional model (one class, or one model per class) has
+one group of central images per subset.
 """
 
 from __future__ import annotations
@@ -109,14 +112,21 @@ def release_central_images(
 
 
 class CentralImagesWarmStart:
-    """Mixin for a conditional image generator (``self.generator(code, labels)``, hyperparameters
-    ``code_dim``, ``num_classes``, ``image_shape`` and ``warm_start``): the release and warm-start stages.
-    Call ``init_warm_start()`` in ``__init__`` after ``save_hyperparameters``."""
+    """Mixin for an image model with hyperparameters ``image_shape`` and ``warm_start`` (and, for the
+    default ``warm_start_step``, a conditional ``self.generator(code, labels)`` with ``code_dim``): the
+    release and warm-start stages. Call ``init_warm_start()`` in ``__init__`` after ``num_classes`` is set."""
 
     def init_warm_start(self) -> None:
         self.warm_start = WarmStart.from_config(self.hparams.warm_start)
-        groups = 0 if self.warm_start is None else self.hparams.num_classes * self.warm_start.subsets
-        self.register_buffer("central_images", torch.zeros(groups, *self.hparams.image_shape))
+        groups = 0 if self.warm_start is None else self._release_classes() * self.warm_start.subsets
+        # kept in Lightning checkpoints (resuming mid-plan skips the release); a model without a warm start
+        # has none, so its state dict is that of the model before warm starts existed
+        shape = (groups, *self.hparams.image_shape)
+        self.register_buffer("central_images", torch.zeros(shape), persistent=self.warm_start is not None)
+
+    def _release_classes(self) -> int:
+        """Groups of central images per subset: one per class, or one for an unconditional model."""
+        return self.num_classes or 1
 
     @staticmethod
     def warm_start_notes(config: dict[str, Any]) -> list[str]:
@@ -128,8 +138,9 @@ class CentralImagesWarmStart:
         return [
             f"Warm start (DP-FETA's central images): the mean image of each {groups}, released first with the "
             f"Gaussian mechanism (images clipped to L2 norm {settings.clip_norm:g}, σ = {settings.noise_multiplier:g}: "
-            f"the ledger's first entry), then the generator fitted to them for {settings.steps:,} steps "
-            "(post-processing) before its private stage. The central images are not part of this folder."
+            f"the ledger's first entry), then the model fitted to them for {settings.steps:,} steps "
+            "(post-processing) before its private stage. The central images are themselves a release of the "
+            "ledger, so keeping them with the weights costs no further privacy."
         ]
 
     def warm_start_stages(self) -> list[Stage]:
@@ -146,7 +157,10 @@ class CentralImagesWarmStart:
     def _release_central_images(self, datamodule: Any, budget: ReleaseBudget) -> None:
         datamodule.setup("fit")
         images, labels = datamodule.train_set.tensors
-        self.central_images.copy_(release_central_images(images, labels, self.num_classes, self.warm_start, budget))
+        if self.num_classes is None:  # one group per subset, whatever the data's labels
+            labels = torch.zeros_like(labels)
+        released = release_central_images(images, labels, self._release_classes(), self.warm_start, budget)
+        self.central_images.copy_(released)
 
     def warm_start_step(self, step: int) -> Tensor:
         """One generator step on the kernel MMD to the central images (fresh public features each step)."""

@@ -1,25 +1,30 @@
 """DP-LFlow (single unconditional model): a conv autoencoder with a RealNVP on its latent code,
 trained jointly with DP-SGD (barrier B4: every parameter is private and may be released).
 
-Loss per example = ‖x − D(E(x))‖² · T² − log q(E(x)) (paper eq. 5).
+Loss per example = ‖x − D(E(x))‖² · T² − log q(E(x)) (paper eq. 5). With ``warm_start``, the plan
+first releases the central images of its data (``lightning_modules.central_images``) and fits the
+autoencoder and flow to them by the same loss (post-processing) before DP-SGD.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe
+from lightning_modules.central_images import CentralImagesWarmStart
 from lightning_modules.nets import ConvDecoder, ConvEncoder, RealNVP
 from lightning_modules.postprocess import SmoothSharpen
 from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
+from zoo.stages import PrivateSteps, Stage
 
 
 @register_method
-class DPLFlow(DPGenerativeModel):
+class DPLFlow(CentralImagesWarmStart, DPGenerativeModel):
     method = "dp-lflow"
     privacy_barrier = PrivacyBarrier.PRIVATE_MODEL
     released_modules = ("encoder", "decoder", "flow")
@@ -35,6 +40,7 @@ class DPLFlow(DPGenerativeModel):
         learning_rate: float = 4e-3,
         postprocess: dict[str, float] | None = None,
         flow_trains_encoder: bool = False,
+        warm_start: dict[str, Any] | None = None,
     ) -> None:
         """``postprocess``: settings of :class:`SmoothSharpen` applied to every sample (off when None).
         Free under DP; kept in config.json so a checkpoint's samples are reproducible.
@@ -53,6 +59,10 @@ class DPLFlow(DPGenerativeModel):
         self.encoder = ConvEncoder(image_shape, channels, latent_dim)
         self.decoder = ConvDecoder(image_shape, list(reversed(channels)), latent_dim)
         self.flow = RealNVP(latent_dim, flow_blocks, flow_hidden)
+        self.init_warm_start()
+
+    def stages(self, datamodule: Any) -> list[Stage]:
+        return [*self.warm_start_stages(), PrivateSteps()]
 
     def private_modules(self) -> list[torch.nn.Module]:
         return [self.encoder, self.decoder, self.flow]
@@ -63,10 +73,18 @@ class DPLFlow(DPGenerativeModel):
         flow_input = latent if self.hparams.flow_trains_encoder else latent.detach()
         return reconstruction * self.hparams.temperature**2 - self.flow.log_prob(flow_input)
 
-    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
+    def training_step(self, batch: tuple[Tensor, Tensor] | int, batch_idx: int) -> Tensor:
+        if self.in_warm_start():
+            return self.warm_start_step(batch)
         images, _ = batch
         loss = self.per_example_loss(images).mean()
         self.log("train_loss", loss, prog_bar=True)
+        return loss
+
+    def warm_start_step(self, step: int) -> Tensor:
+        """One step of the model's own loss on the released central images (post-processing)."""
+        loss = self.per_example_loss(self.central_images).mean()
+        self.log("central_images_loss", loss, prog_bar=True)
         return loss
 
     def validation_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
@@ -93,6 +111,10 @@ class DPLFlow(DPGenerativeModel):
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         images = self.decoder(self.flow.sample(n, generator)).clamp(0, 1)
         return images if self.postprocess is None else self.postprocess(images)
+
+    @classmethod
+    def card_notes(cls, config: dict[str, Any]) -> list[str]:
+        return cls.warm_start_notes(config)
 
     @classmethod
     def tiny_recipe(cls) -> TinyRecipe:

@@ -95,8 +95,20 @@ class PerClassModel(DPGenerativeModel):
 
     @classmethod
     def card_usage(cls, config: dict[str, Any]) -> list[str]:
-        base = method_class(config["architecture"]["base_method"])
-        return base.card_usage({**config, "architecture": config["architecture"]["base_architecture"]})
+        return cls._base(config).card_usage(cls._as_base(config))
+
+    @classmethod
+    def card_notes(cls, config: dict[str, Any]) -> list[str]:
+        return cls._base(config).card_notes(cls._as_base(config))
+
+    @staticmethod
+    def _base(config: dict[str, Any]) -> type:
+        return method_class(config["architecture"]["base_method"])
+
+    @staticmethod
+    def _as_base(config: dict[str, Any]) -> dict[str, Any]:
+        """The config as one part's model sees it (its own architecture)."""
+        return {**config, "architecture": config["architecture"]["base_architecture"]}
 
     @classmethod
     def tiny_recipe(cls) -> TinyRecipe:

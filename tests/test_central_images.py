@@ -66,6 +66,8 @@ def test_one_ledger_holds_the_release_and_the_private_stage_within_the_target(me
     assert central.dataset_id == private.dataset_id == "toy-images"
     assert 2.9 < model.privacy_ledger.epsilon("toy-images", 1e-5, "prv") <= 3.0
     assert model.central_images.shape == (3, 1, 8, 8) and model.central_images.abs().sum() > 0
+    assert "central_images" in model.state_dict()  # Lightning checkpoints keep them for a resume mid-plan
+    assert "central_images" not in method(**method.tiny_recipe().architecture).state_dict()
     accountant = pld.PLDAccountant(value_discretization_interval=1e-3)
     accountant.compose(dp_accounting.GaussianDpEvent(central.noise_multiplier))
     accountant.compose(
@@ -100,3 +102,29 @@ def test_bad_warm_start_settings_fail_before_training():
         DPKernel(**{**DPKernel.tiny_recipe().architecture, "warm_start": {"sigma": 3}})
     with pytest.raises(ValueError, match="must be > 0"):
         DPKernel(**{**DPKernel.tiny_recipe().architecture, "warm_start": {"clip_norm": 0}})
+
+
+def test_dp_lflow_warm_starts_each_class_model_on_its_own_central_image(tmp_path, monkeypatch):
+    """Unconditional, one model per class: each part releases its class's mean and fits it by its own loss."""
+    from lightning_modules.dp_lflow import DPLFlow
+    from lightning_modules.partitioned import PerClassModel
+
+    losses = []
+    original = DPLFlow.warm_start_step
+
+    def recording(self, step):
+        loss = original(self, step)
+        losses.append(loss.item())
+        return loss
+
+    monkeypatch.setattr(DPLFlow, "warm_start_step", recording)
+    base = {**DPLFlow.tiny_recipe().architecture, "warm_start": {**WARM, "steps": 20}}
+    model = PerClassModel("dp-lflow", base, num_classes=3)
+    train(model, toy_data(), DPCallback(target_epsilon=3.0, max_grad_norm=0.1), max_steps=2, **QUIET)
+    assert len(losses) == 3 * 20 and all(losses[k * 20 + 19] < losses[k * 20] for k in range(3))  # each part fits
+    for part in model.parts:
+        assert part.central_images.shape == (1, 1, 8, 8) and part.central_images.abs().sum() > 0
+    releases = [e for e in model.privacy_ledger.entries if e.mechanism == "gaussian"]
+    assert len(releases) == 3 and all(e.partition_of == "toy-images" for e in releases)
+    card = (save_pretrained(model, tmp_path / "m") / "README.md").read_text()
+    assert "central images" in card
