@@ -25,7 +25,7 @@ from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.central_images import CentralImagesWarmStart
-from lightning_modules.nets.generators import build_generator
+from lightning_modules.nets.generators import build_generator, generate_conditional
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
@@ -122,8 +122,7 @@ class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         assert labels is not None
-        code = torch.randn(n, self.hparams.code_dim, generator=generator).to(self.device)
-        return self.generator(code, labels.to(self.device))
+        return generate_conditional(self.generator, self.hparams.code_dim, labels, generator)
 
     @classmethod
     def card_notes(cls, config: dict[str, Any]) -> list[str]:

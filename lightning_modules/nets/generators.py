@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torch import nn
+import torch
+from torch import Tensor, nn
 
 from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
 from lightning_modules.nets.dcgan import GENERATORS
@@ -31,3 +32,10 @@ def build_generator(
     if kind == "conv":
         return ConditionalConvGenerator(code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm)
     return GENERATORS[kind](code_dim, num_classes, width, image_shape)
+
+
+def generate_conditional(generator: nn.Module, code_dim: int, labels: Tensor, rng: torch.Generator) -> Tensor:
+    """One image per label from standard normal codes of ``code_dim`` drawn from ``rng``."""
+    device = next(generator.parameters()).device
+    code = torch.randn(len(labels), code_dim, generator=rng).to(device)
+    return generator(code, labels.to(device))
