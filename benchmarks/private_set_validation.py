@@ -58,6 +58,7 @@ def main() -> None:
     steps = args.rounds * args.outer * args.batches
     z = args.z or calibrate_noise_multiplier(args.eps, 1e-5, args.batch / args.private_n, steps, "prv")
     model = PrivateSet(
+        image_shape=tuple(images.shape[1:]),
         images_per_class=args.spc,
         prior=args.prior,
         width=args.width,
