@@ -16,6 +16,7 @@ private steps are calibrated to what is left of ε.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 
@@ -23,7 +24,7 @@ import torch
 from torchvision.utils import save_image
 from validation_halves import emulated_central_images, held_out_cnn_accuracy, validation_halves
 
-from lightning_modules.nets.generators import GENERATOR_KINDS, build_generator
+from lightning_modules.nets.generators import GENERATOR_KINDS, build_generator, generated_embedding
 from lightning_modules.nets.random_features import fourier_features, labelled_embedding, mixture_frequencies
 from zoo.privacy import calibrate_noise_multiplier
 
@@ -74,11 +75,10 @@ def main() -> None:
             frequencies = mixture_frequencies(images[0].numel(), args.features // 2, widths, public)
             target = labelled_embedding(fourier_features(central, frequencies), torch.arange(10), 10) / 10
             step(generator, optimizer, target, frequencies, args)
-    fixed = mixture_frequencies(images[0].numel(), args.features // 2, widths, public)
+    frequencies = mixture_frequencies(images[0].numel(), args.features // 2, widths, public)
     for _ in range(args.steps):
         if not args.fixed_features:
-            fixed = mixture_frequencies(images[0].numel(), args.features // 2, widths, public)
-        frequencies = fixed
+            frequencies = mixture_frequencies(images[0].numel(), args.features // 2, widths, public)
         chosen = torch.rand(len(labels)) < args.batch / len(labels)
         total = labelled_embedding(fourier_features(images[chosen].double(), frequencies), labels[chosen], 10)
         target = (total + sigma * torch.randn(total.shape, dtype=total.dtype)).float() / args.batch
@@ -103,9 +103,8 @@ def main() -> None:
 
 def step(generator: torch.nn.Module, optimizer: torch.optim.Optimizer, target: torch.Tensor, frequencies, args) -> None:
     """One generator step on the distance between ``target`` and the generated batch's mean embedding."""
-    fake_labels = torch.randint(10, (args.generated,))
-    fake = generator(torch.randn(args.generated, args.code), fake_labels)
-    fitted = labelled_embedding(fourier_features(fake, frequencies), fake_labels, 10) / args.generated
+    features = functools.partial(fourier_features, frequencies=frequencies)
+    fitted = generated_embedding(generator, args.code, 10, args.generated, features)
     loss = (target - fitted).square().sum()
     optimizer.zero_grad()
     loss.backward()

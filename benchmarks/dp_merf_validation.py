@@ -17,6 +17,7 @@ calibrated to what is left of ε.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import time
@@ -25,7 +26,7 @@ import torch
 from torchvision.utils import save_image
 from validation_halves import emulated_central_images, held_out_cnn_accuracy, validation_halves
 
-from lightning_modules.nets.generators import GENERATOR_KINDS, build_generator
+from lightning_modules.nets.generators import GENERATOR_KINDS, build_generator, generated_embedding
 from lightning_modules.nets.random_features import (
     RandomFourierFeatures,
     fourier_features,
@@ -81,17 +82,14 @@ def main() -> None:
         public = torch.Generator().manual_seed(args.seed)
         for _ in range(args.warm_steps):
             frequencies = mixture_frequencies(central[0].numel(), 1000, (2.0, 4.0, 8.0), public)
-            central_target = labelled_embedding(fourier_features(central, frequencies), torch.arange(10), 10) / 10
-            batch_labels = torch.randint(10, (args.batch,))
-            fake = generator(torch.randn(args.batch, args.code), batch_labels)
-            fitted = labelled_embedding(fourier_features(fake, frequencies), batch_labels, 10) / args.batch
+            central_features = functools.partial(fourier_features, frequencies=frequencies)
+            central_target = labelled_embedding(central_features(central), torch.arange(10), 10) / 10
+            fitted = generated_embedding(generator, args.code, 10, args.batch, central_features)
             optimizer.zero_grad()
             (central_target - fitted).square().sum().backward()
             optimizer.step()
     for _ in range(args.steps):
-        batch_labels = torch.randint(10, (args.batch,))
-        fake = generator(torch.randn(args.batch, args.code), batch_labels)
-        loss = (target - labelled_embedding(features(fake), batch_labels, 10) / args.batch).square().sum()
+        loss = (target - generated_embedding(generator, args.code, 10, args.batch, features)).square().sum()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

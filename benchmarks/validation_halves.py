@@ -9,6 +9,7 @@ from torch import Tensor
 
 from zoo.data import load_images, train_validation_split
 from zoo.metrics.classifiers import train_and_test
+from zoo.privacy.mechanisms import clip_rows
 
 
 def validation_halves(dataset: str) -> tuple[tuple[Tensor, Tensor], tuple[Tensor, Tensor]]:
@@ -31,8 +32,7 @@ def emulated_central_images(
     """Per-class central images of the training half with the noise the release over ``private_n``
     private images would carry (``lightning_modules.central_images``: std σ·R·√(17/16) on each sum,
     divided by that class's share of ``private_n``), clamped to [0, 1]: (10, C, H, W)."""
-    flat = images.flatten(1).double()
-    flat = flat * (clip_norm / flat.norm(dim=1, keepdim=True)).clamp(max=1.0)
+    flat = clip_rows(images.flatten(1).double(), clip_norm)
     means = torch.stack([flat[labels == c].mean(0) for c in range(10)])
     counts = torch.stack([(labels == c).sum() for c in range(10)]).double() * private_n / len(labels)
     noise = torch.randn(means.shape, dtype=means.dtype) * noise_multiplier * clip_norm * (17 / 16) ** 0.5

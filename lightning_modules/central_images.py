@@ -23,6 +23,7 @@ one group of central images per subset.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from lightning_modules.nets.generators import generated_embedding
 from lightning_modules.nets.random_features import fourier_features, labelled_embedding, mixture_frequencies
+from zoo.privacy.mechanisms import clip_rows
 from zoo.privacy.partition import assign_parts
 from zoo.stages import PublicSteps, Release, ReleaseBudget, Stage
 
@@ -43,8 +46,8 @@ COUNT_WEIGHT = 0.25
 class WarmStart:
     """``noise_multiplier``: σ of the central-image release (fixed: its ε is a share of the budget);
     ``clip_norm``: R, the L2 bound on each image; ``subsets``: groups per class; ``steps``: warm-start
-    generator steps, each on ``batch_size`` generated images, at ``learning_rate``, matched under
-    ``features`` random features of kernel widths ``kernel_widths``."""
+    steps (the method's optimizer), each on ``batch_size`` generated images matched under ``features``
+    random features of kernel widths ``kernel_widths`` (pixels in [0, 1])."""
 
     noise_multiplier: float = 20.0
     clip_norm: float = 10.0
@@ -88,8 +91,7 @@ def release_central_images(
 ) -> Tensor:
     """The noisy mean image of every (class, subset) group, shape (classes·subsets, C, H, W), in [0, 1];
     subsets are drawn by a hash keyed with ``partition_key`` (a fresh secret key when None)."""
-    flat = images.flatten(1).double()
-    flat = flat * (settings.clip_norm / flat.norm(dim=1, keepdim=True)).clamp(max=1.0)
+    flat = clip_rows(images.flatten(1).double(), settings.clip_norm)
     weight = COUNT_WEIGHT * settings.clip_norm
     rows = torch.cat([flat, torch.full((len(flat), 1), weight, dtype=flat.dtype)], 1)
     parts = (
@@ -170,10 +172,11 @@ class CentralImagesWarmStart:
             self.central_images[0].numel(), settings.features // 2, settings.kernel_widths, seeded, self.device
         )
         group_labels = torch.arange(len(self.central_images), device=self.device) // settings.subsets
-        target = labelled_embedding(fourier_features(self.central_images, frequencies), group_labels, self.num_classes)
-        fake_labels = torch.randint(self.num_classes, (settings.batch_size,), device=self.device)
-        fake = self.generator(torch.randn(settings.batch_size, self.hparams.code_dim, device=self.device), fake_labels)
-        fitted = labelled_embedding(fourier_features(fake, frequencies), fake_labels, self.num_classes)
-        loss = (target / len(self.central_images) - fitted / settings.batch_size).square().sum()
+        features = functools.partial(fourier_features, frequencies=frequencies)
+        target = labelled_embedding(features(self.central_images), group_labels, self.num_classes)
+        fitted = generated_embedding(
+            self.generator, self.hparams.code_dim, self.num_classes, settings.batch_size, features, self.device
+        )
+        loss = (target / len(self.central_images) - fitted).square().sum()
         self.log("central_images_mmd", loss, prog_bar=True)
         return loss

@@ -14,6 +14,7 @@ The generator reads the data only through the released embeddings.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -23,8 +24,8 @@ from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.central_images import CentralImagesWarmStart
-from lightning_modules.nets.generators import build_generator, generate_conditional
-from lightning_modules.nets.random_features import fourier_features, labelled_embedding, mixture_frequencies
+from lightning_modules.nets.generators import build_generator, generate_conditional, generated_embedding
+from lightning_modules.nets.random_features import fourier_features, mixture_frequencies
 from zoo.privacy import PrivacyBarrier, PrivacyConfigError
 from zoo.privacy.mechanisms import NoisedEmbedding
 from zoo.registry import register_method
@@ -99,10 +100,14 @@ class DPKernel(CentralImagesWarmStart, DPGenerativeModel):
         self.check_images(images)
         frequencies = self.step_frequencies(self.global_step)
         released = self.embedding_release(fourier_features(images.double(), frequencies), labels, self.num_classes)
-        size = self.hparams.generated_per_step
-        fake_labels = torch.randint(self.num_classes, (size,), device=self.device)
-        fake = self.generator(torch.randn(size, self.hparams.code_dim, device=self.device), fake_labels)
-        fitted = labelled_embedding(fourier_features(fake, frequencies), fake_labels, self.num_classes) / size
+        fitted = generated_embedding(
+            self.generator,
+            self.hparams.code_dim,
+            self.num_classes,
+            self.hparams.generated_per_step,
+            functools.partial(fourier_features, frequencies=frequencies),
+            self.device,
+        )
         loss = (released.to(fitted.dtype) - fitted).square().sum()
         self.log("noised_mmd", loss, prog_bar=True)
         return loss

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.central_images import CentralImagesWarmStart
-from lightning_modules.nets.generators import build_generator, generate_conditional
+from lightning_modules.nets.generators import build_generator, generate_conditional, generated_embedding
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
@@ -107,10 +107,10 @@ class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
     def training_step(self, step: Tensor, batch_idx: int) -> Tensor:
         if self.in_warm_start():
             return self.warm_start_step(step)
-        size = self.hparams.batch_size
-        labels = torch.randint(self.num_classes, (size,), device=self.device)
-        images = self.generator(torch.randn(size, self.hparams.code_dim, device=self.device), labels)
-        fitted = labelled_embedding(self.features(images), labels, self.num_classes) / size
+        arch = self.hparams
+        fitted = generated_embedding(
+            self.generator, arch.code_dim, self.num_classes, arch.batch_size, self.features, self.device
+        )
         loss = (self.released_embedding - fitted).square().sum()
         self.log("embedding_distance", loss, prog_bar=True)
         return loss

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
 from lightning_modules.nets.dcgan import GENERATORS
+from lightning_modules.nets.random_features import labelled_embedding
 
 GENERATOR_KINDS = ("conv", *GENERATORS)
 
@@ -39,3 +40,18 @@ def generate_conditional(generator: nn.Module, code_dim: int, labels: Tensor, rn
     device = next(generator.parameters()).device
     code = torch.randn(len(labels), code_dim, generator=rng).to(device)
     return generator(code, labels.to(device))
+
+
+def generated_embedding(
+    generator: nn.Module,
+    code_dim: int,
+    num_classes: int,
+    size: int,
+    feature_map: Callable[[Tensor], Tensor],
+    device: torch.device | str = "cpu",
+) -> Tensor:
+    """(1/size)·Σ_j φ(G(z_j, c_j)) ⊗ e_{c_j} over ``size`` standard normal codes and uniformly drawn
+    labels: the generated side of the embedding distance that DP-MERF and DP-Kernel minimise."""
+    labels = torch.randint(num_classes, (size,), device=device)
+    images = generator(torch.randn(size, code_dim, device=device), labels)
+    return labelled_embedding(feature_map(images), labels, num_classes) / size

@@ -15,7 +15,7 @@ from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.dp_sgd import PerExampleDPSGD
-from zoo.privacy.mechanisms.gaussian_release import gaussian_release, scale_rows_to_unit_ball
+from zoo.privacy.mechanisms.gaussian_release import clip_rows, gaussian_release, scale_rows_to_unit_ball
 from zoo.privacy.mechanisms.helper_query_dp_sgd import HelperQueryDPSGD
 from zoo.privacy.mechanisms.kernel_embedding import KernelEmbeddingRelease, NoisedEmbedding
 from zoo.privacy.mechanisms.output_sanitizer import GradientSanitizer, OutputGradientSanitizer
@@ -55,6 +55,7 @@ __all__ = [
     "PrivateHelpers",
     "Sampling",
     "TrainingMechanism",
+    "clip_rows",
     "gaussian_release",
     "scale_rows_to_unit_ball",
     "step_noise_multiplier",

@@ -32,6 +32,11 @@ def scale_rows_to_unit_ball(rows: Tensor, bound: float) -> Tensor:
     return rows / rows.norm(dim=1, keepdim=True).clamp(min=bound)
 
 
+def clip_rows(rows: Tensor, bound: float) -> Tensor:
+    """``rows · min(1, bound/‖row‖)``: every row ends with L2 norm ≤ ``bound``; rows within it are unchanged."""
+    return rows * (bound / rows.norm(dim=1, keepdim=True)).clamp(max=1.0)
+
+
 def gaussian_release(
     statistic: Tensor,
     l2_sensitivity: float,

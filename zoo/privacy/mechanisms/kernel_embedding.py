@@ -40,6 +40,7 @@ from torch import Tensor
 
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
+from zoo.privacy.mechanisms.gaussian_release import clip_rows
 from zoo.privacy.sampling import poisson_batches_of
 from zoo.privacy.validation import check_positive
 
@@ -136,8 +137,7 @@ class NoisedEmbedding:
         rows = features.detach().double()
         if not torch.isfinite(rows).all():
             raise ValueError("the batch's features are not all finite; nothing was released")
-        rows = rows * (self.max_norm / rows.norm(dim=1, keepdim=True)).clamp(max=1.0)
-        total = labelled_embedding(rows, labels, num_classes)
+        total = labelled_embedding(clip_rows(rows, self.max_norm), labels, num_classes)
         noise = torch.randn(total.shape, generator=self.generator, dtype=torch.float64).to(total.device)
         self.releases += 1
         return (total + self.noise_multiplier * self.max_norm * noise) / self.expected_batch_size
