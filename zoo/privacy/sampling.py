@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, default_collate
 
+from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_sample_rate
 
@@ -95,6 +96,18 @@ def poisson_batches_of(loader: Any) -> PoissonBatches | None:
     """The PoissonBatches behind a loader, or None when it is not a Poisson loader."""
     dataset = getattr(loader, "dataset", None)
     return dataset if isinstance(dataset, PoissonBatches) else None
+
+
+def required_poisson_batches(loader: Any) -> PoissonBatches:
+    """The PoissonBatches behind the train loader of a private step, or a clear refusal of any other loader."""
+    batches = poisson_batches_of(loader)
+    if batches is None:
+        raise PrivacyConfigError(
+            "DPCallback needs a Poisson-sampled train loader (the sampling the accountant assumes); "
+            "got a plain DataLoader. Build it with zoo.privacy.poisson_loader(dataset, sample_rate) "
+            "or use a zoo.data datamodule."
+        )
+    return batches
 
 
 def _take_rows(batch: Any, n: int) -> Any:

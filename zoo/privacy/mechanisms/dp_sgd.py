@@ -28,7 +28,7 @@ from zoo.privacy.barriers import declared_private_modules
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.per_example import create_engine
-from zoo.privacy.sampling import poisson_batches_of
+from zoo.privacy.sampling import required_poisson_batches
 from zoo.privacy.validation import check_private_modules
 
 
@@ -63,13 +63,7 @@ class PerExampleDPSGD(TrainingMechanism):
         return self.engine.mode
 
     def sampling(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Sampling:
-        batches = poisson_batches_of(trainer.train_dataloader)
-        if batches is None:
-            raise PrivacyConfigError(
-                "DPCallback needs a Poisson-sampled train loader (the sampling the accountant assumes); "
-                "got a plain DataLoader. Build it with zoo.privacy.poisson_loader(dataset, sample_rate) "
-                "or use a zoo.data datamodule."
-            )
+        batches = required_poisson_batches(trainer.train_dataloader)
         if batches.micro_batches != trainer.accumulate_grad_batches:
             raise PrivacyConfigError(
                 f"the Poisson loader splits each logical batch into {batches.micro_batches} micro-batches but "

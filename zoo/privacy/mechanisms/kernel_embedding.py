@@ -41,7 +41,7 @@ from torch import Tensor
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.gaussian_release import clip_rows
-from zoo.privacy.sampling import poisson_batches_of
+from zoo.privacy.sampling import required_poisson_batches
 from zoo.privacy.validation import check_positive
 
 
@@ -72,12 +72,7 @@ class KernelEmbeddingRelease(TrainingMechanism):
         self._releases_at_last_step = 0
 
     def sampling(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Sampling:
-        batches = poisson_batches_of(trainer.train_dataloader)
-        if batches is None:
-            raise PrivacyConfigError(
-                "the kernel embedding release needs a Poisson-sampled train loader (the sampling the accountant "
-                "assumes); use a zoo.data datamodule or zoo.privacy.poisson_loader."
-            )
+        batches = required_poisson_batches(trainer.train_dataloader)
         if batches.micro_batches != 1 or trainer.accumulate_grad_batches != 1 or trainer.world_size != 1:
             raise PrivacyConfigError(
                 "the kernel embedding release noises each step's whole Poisson batch once, on one device: "
