@@ -9,7 +9,7 @@ export DPZOO_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/MNIST/raw),$(SHARED_DATA
 
 .PHONY: demo test test-slow benchmark
 
-$(BIN)/.installed: pyproject.toml constraints.txt
+$(BIN)/.installed: pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,fid]'

@@ -87,6 +87,14 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
         """The plan ``zoo.train`` runs (``zoo.stages``): by default DP-SGD on the private modules."""
         return [PrivateSteps()]
 
+    def public_stages(self, public: Any) -> list[Stage]:
+        """The plan ``zoo.pretrain_public`` runs on data the user declared public (``zoo.data.PublicData``):
+        public stages only. None by default."""
+        raise PrivacyConfigError(
+            f"{type(self).__name__} has no public pretraining; DP-MERF has (zoo.pretrain_public), or pretrain "
+            "without a ledger and load the weights yourself"
+        )
+
     def on_fit_start(self) -> None:
         """A method with stages beyond DP-SGD must be trained through its plan, or it would skip them."""
         if self.training_stage is not None:

@@ -29,7 +29,7 @@ from lightning_modules.nets.generators import build_generator, generate_conditio
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from zoo.privacy import PrivacyBarrier
 from zoo.registry import register_method
-from zoo.stages import PublicSteps, Release, ReleaseBudget, Stage
+from zoo.stages import PublicStatistic, PublicSteps, Release, ReleaseBudget, Stage
 
 #: records embedded at a time (n × features floats)
 EMBEDDING_CHUNK = 1000
@@ -87,22 +87,41 @@ class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
             PublicSteps("fit the generator to the released embedding"),
         ]
 
+    def public_stages(self, public: Any) -> list[Stage]:
+        """Pretraining on data the user declared public (``zoo.stages.pretrain_public``): the generator fitted
+        to the public data's exact embedding. A private plan then releases the private embedding and refits
+        the generator from these weights."""
+        return [
+            PublicStatistic("public mean embedding", self._embed_public),
+            PublicSteps("fit the generator to the public embedding"),
+        ]
+
     @torch.no_grad()
     def _release_embedding(self, datamodule: Any, budget: ReleaseBudget) -> None:
+        total, count = self._embedding_sum(datamodule)
+        noisy = budget.release(
+            total,
+            1.0,
+            dataset_size=count,
+            note=f"DP-MERF: Σ φ(x)⊗e_y over {self.hparams.features} random Fourier features (each term of norm 1)",
+        )
+        self.released_embedding.copy_(noisy / count)
+
+    @torch.no_grad()
+    def _embed_public(self, public: Any) -> None:
+        total, count = self._embedding_sum(public)
+        self.released_embedding.copy_(total / count)
+
+    def _embedding_sum(self, datamodule: Any) -> tuple[Tensor, int]:
+        """Σ φ(x)⊗e_y over the data's training records (φ in float64: norm 1 to 1e-12), and their count."""
         datamodule.setup("fit")
         images, labels = datamodule.train_set.tensors
-        total = torch.zeros_like(self.released_embedding, dtype=torch.float64)  # φ in float64: norm 1 to 1e-12
+        total = torch.zeros_like(self.released_embedding, dtype=torch.float64)
         for start in range(0, len(images), EMBEDDING_CHUNK):
             chunk = slice(start, start + EMBEDDING_CHUNK)
             features = self.features(images[chunk].double())
             total += labelled_embedding(features, labels[chunk], self.num_classes)
-        noisy = budget.release(
-            total,
-            1.0,
-            dataset_size=len(images),
-            note=f"DP-MERF: Σ φ(x)⊗e_y over {self.hparams.features} random Fourier features (each term of norm 1)",
-        )
-        self.released_embedding.copy_(noisy / len(images))
+        return total, len(images)
 
     def training_step(self, step: Tensor, batch_idx: int) -> Tensor:
         if self.in_warm_start():
@@ -127,11 +146,18 @@ class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
     @classmethod
     def card_notes(cls, config: dict[str, Any]) -> list[str]:
         arch = config["architecture"]
+        ledger = config["privacy_ledger"]
+        embedding = (
+            f"class-conditional embedding of {arch['features']:,} random Fourier features (kernel width "
+            f"{arch['kernel_width']:.3g}, frequencies drawn from seed {arch['feature_seed']})"
+        )
+        public = f"Pretrained on the public data above: the generator fitted to the exact {embedding} of its images."
+        if not ledger["entries"]:
+            return [public]
         return [
-            f"Stages: the class-conditional embedding of {arch['features']:,} random Fourier features (kernel width "
-            f"{arch['kernel_width']:.3g}, frequencies drawn from seed {arch['feature_seed']}) released once; then the "
-            "generator fitted to it without reading the data again (post-processing). The released embedding is "
-            "not part of this folder.",
+            *([public + " Then, from those weights:"] if ledger.get("public_data") else []),
+            f"Stages: the {embedding} of the private data released once; then the generator fitted to it without "
+            "reading the data again (post-processing). The released embedding is not part of this folder.",
             *cls.warm_start_notes(config),
         ]
 

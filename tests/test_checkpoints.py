@@ -1,5 +1,6 @@
 """Every shipped checkpoint loads, samples, carries a card with its guarantee from its own ledger
-((ε, δ), or a PAC model's mutual-information bound), and appears in MODEL_CARDS.md."""
+((ε, δ), a PAC model's mutual-information bound, or none for a base that saw public data only), and
+appears in MODEL_CARDS.md."""
 
 import pytest
 import torch
@@ -27,6 +28,10 @@ def test_shipped_checkpoint(model_id):
     if model.privacy_ledger.notion == "pac":  # a mutual-information bound, and no (ε, δ) anywhere
         ((release,), (guarantee,)) = model.privacy_ledger.pac_releases, privacy["guarantees"]
         assert guarantee["mi_bound_nats"] == release.mi_bound and "epsilon" not in privacy
+    elif model.privacy_ledger.notion == "public":  # a base that saw declared-public data only: no guarantee
+        assert privacy["guarantees"] == [] and "epsilon" not in privacy
+        public = [use.dataset_id for use in model.privacy_ledger.public_data]
+        assert [p["dataset"] for p in privacy["public_data"]] == public
     else:
         (guarantee,) = model.privacy_ledger.guarantees().values()
         assert privacy["epsilon"] == pytest.approx(guarantee["epsilon"], abs=1e-4)

@@ -219,10 +219,3 @@ def test_push_and_pull_through_the_real_hub(tmp_path):
     finally:
         api.delete_repo(repo_id)
         shutil.rmtree(tmp_path, ignore_errors=True)
-
-
-def test_finetune_says_why_a_one_shot_release_cannot_be_continued():
-    from lightning_modules import DPMERF
-
-    with pytest.raises(PrivacyConfigError, match="releases one statistic of its data.*zoo.train"):
-        zoo.finetune(DPMERF(**DPMERF.tiny_recipe().architecture), None, target_epsilon=1.0)

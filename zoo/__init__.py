@@ -18,10 +18,11 @@ __version__ = "0.1.0"
 _API = {
     "audit": ("zoo.metrics", "membership_audit"),
     "evaluate": ("zoo.metrics", "evaluate"),
-    "finetune": ("zoo.finetune", "finetune"),
+    "finetune": ("zoo.finetuning", "finetune"),
     "from_pretrained": ("zoo.hub", "from_pretrained"),
     "list_models": ("zoo.loading", "list_models"),
     "load": ("zoo.loading", "load"),
+    "pretrain_public": ("zoo.stages", "pretrain_public"),
     "push_to_hub": ("zoo.hub", "push_to_hub"),
     "save_pretrained": ("zoo.hub", "save_pretrained"),
     "train": ("zoo.stages", "train"),

@@ -31,6 +31,7 @@ BARRIERS = {
     "B3": "per-sample gradients from the critics into the generator output, clipped and noised",
     "B4": "DP-SGD on every released parameter",
     "PAC": "the mechanism's whole output, noised once with Gaussian noise calibrated by PAC privacy (not DP)",
+    "public": "none: the model was trained on data declared public, without noise",
 }
 #: what the guarantee does not hide, as in Opacus
 PUBLIC_INFORMATION = (
@@ -55,11 +56,31 @@ PAC_SUBJECT = (
 )
 
 
+#: the notion of a model that has seen declared-public data only
+PUBLIC_NOTION = "none: trained on data declared public only"
+#: what public data is, on every card that used some
+PUBLIC_DATA = (
+    "declared public by whoever trained the model, for the reason given; it is used without noise, charged no "
+    "(ε, δ) and protected by nothing"
+)
+
+
 def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
-    """The card's ``privacy:`` block, one guarantee per source dataset: (ε, δ)-DP, or PAC privacy, never both."""
+    """The card's ``privacy:`` block, one guarantee per source dataset: (ε, δ)-DP, or PAC privacy, never both;
+    data declared public is listed apart (``public_data``), with no guarantee."""
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    public = _public_data(ledger)
     if ledger.notion == "pac":
         return _pac_metadata(config, ledger)
+    if ledger.notion == "public":
+        return {
+            "notion": PUBLIC_NOTION,
+            "covers": "nothing: the model holds no private records, so no guarantee is needed or given",
+            "barrier": "public",
+            "released": list(config["released_modules"]),
+            "guarantees": [],
+            "public_data": public,
+        }
     guarantees = ledger.guarantees()
     # the main mechanism: the last one trained or released, not a fixed-σ preparation before it
     main = next((e for e in ledger.entries if e.target_epsilon is not None), ledger.entries[-1])
@@ -89,7 +110,15 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
             }
             for root, g in guarantees.items()
         ],
+        **({"public_data": public} if public else {}),
     }
+
+
+def _public_data(ledger: PrivacyLedger) -> list[dict[str, Any]]:
+    return [
+        {"dataset": use.dataset_id, "records": use.records, "source": use.source, "stage": use.stage}
+        for use in ledger.public_data
+    ]
 
 
 def _pac_metadata(config: dict[str, Any], ledger: PrivacyLedger) -> dict[str, Any]:
@@ -124,12 +153,30 @@ def _binary_entropy(p: float) -> float:
 
 
 def is_pac(privacy: dict[str, Any]) -> bool:
-    """Whether a ``privacy:`` block states PAC privacy (else (ε, δ)-DP)."""
+    """Whether a ``privacy:`` block states PAC privacy (else (ε, δ)-DP, or public data only)."""
     return privacy["notion"] == PAC_NOTION
+
+
+def is_public(privacy: dict[str, Any]) -> bool:
+    """Whether a ``privacy:`` block belongs to a model that has seen declared-public data only."""
+    return privacy["notion"] == PUBLIC_NOTION
+
+
+def card_datasets(privacy: dict[str, Any]) -> list[str]:
+    """The datasets a model saw: the protected ones, then those declared public."""
+    return [g["dataset"] for g in privacy["guarantees"]] + [p["dataset"] for p in privacy.get("public_data", [])]
+
+
+def datasets_line(privacy: dict[str, Any]) -> str:
+    """The datasets a model saw in one line, those declared public marked as such (lists, indexes)."""
+    public = [f"{p['dataset']} (public)" for p in privacy.get("public_data", [])]
+    return ", ".join([g["dataset"] for g in privacy["guarantees"]] + public)
 
 
 def guarantee_summary(privacy: dict[str, Any]) -> str:
     """The guarantee in a few words, stated as its own notion (lists, indexes, the CLI)."""
+    if is_public(privacy):
+        return "none needed: public data only"
     if is_pac(privacy):
         return "; ".join(
             f"PAC privacy: MI ≤ {g['mi_bound_nats']:g} nats (confidence {g['confidence']:g})"
@@ -147,7 +194,7 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
     ``method``: the model's class (default: the registered class of ``config["method"]``)."""
     method = method or method_class(config["method"])
     privacy = privacy_metadata(config)
-    datasets = sorted({g["dataset"].split("/")[0] for g in privacy["guarantees"]})
+    datasets = sorted({dataset.split("/")[0] for dataset in card_datasets(privacy)})
     evaluation = config.get("evaluation") or {}
     results = evaluation.get("results", [])
     data = ModelCardData(
@@ -168,6 +215,9 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
         guarantees=privacy["guarantees"],
         privacy=privacy,
         pac=is_pac(privacy),
+        public=is_public(privacy),
+        public_data=privacy.get("public_data", []),
+        public_data_means=PUBLIC_DATA,
         load_as=load_as,
         usage=method.card_usage(config),
         barrier_description=BARRIERS.get(privacy["barrier"], privacy["barrier"]),
@@ -181,6 +231,8 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
 
 
 def _notion_tag(privacy: dict[str, Any]) -> str:
+    if is_public(privacy):
+        return "public-data-only"
     return "pac-privacy" if is_pac(privacy) else "differential-privacy"
 
 
@@ -201,6 +253,10 @@ def _ledger_rows(config: dict[str, Any]) -> list[list[str]]:
         ]
         for entry in ledger.entries
     ]
+
+
+def _accountant_column(privacy: dict[str, Any]) -> str:
+    return privacy.get("accountant") or ("none" if is_public(privacy) else "Monte-Carlo (PAC)")
 
 
 def _per_class_tables(details: dict[str, Any]) -> list[dict[str, Any]]:
@@ -263,12 +319,12 @@ def model_cards_index(checkpoints: Path) -> str:
     for folder in folders:
         config = load_config(folder)
         privacy = privacy_metadata(config)
-        datasets = ", ".join(g["dataset"] for g in privacy["guarantees"])
+        datasets = datasets_line(privacy)
         results = (config.get("evaluation") or {}).get("results", [])
         metrics = "; ".join(f"{r.get('metric_name') or r['metric_type']} {r['metric_value']}" for r in results)
         rows.append(
             f"| [{folder.name}](checkpoints/{folder.name}/README.md) | {display_method(config)} | {datasets} | "
-            f"{guarantee_summary(privacy)} | {privacy.get('accountant', 'Monte-Carlo (PAC)')} | "
+            f"{guarantee_summary(privacy)} | {_accountant_column(privacy)} | "
             f"{metrics or 'not evaluated'} | ![](checkpoints/{folder.name}/samples.png) |"
         )
     if not folders:

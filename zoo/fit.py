@@ -1,7 +1,9 @@
 """``dpzoo fit``: train any method from a YAML recipe (LightningCLI parses it) by running the
 method's stages (``zoo.stages.train``) with the recipe's DPCallback as the budget, and write
 the result in Hub layout. ``--per_class K`` trains one model per class 0..K-1, each on its own
-partition, released as one class-conditional model (parallel composition).
+partition, released as one class-conditional model (parallel composition). A recipe whose data is
+declared public (``zoo.data.PublicData``) pretrains a base without noise (``zoo.stages.pretrain_public``);
+``--init_from`` starts a private recipe from such a base, or any fine-tunable model.
 
 Any image recipe runs on a folder of your own images (``--images PATH``): the model is built for
 the data's image shape and class count (``zoo.shapes``) unless the command line sets them."""
@@ -22,11 +24,14 @@ from pytorch_lightning.cli import LightningCLI
 from lightning_modules.base import DPGenerativeModel
 from lightning_modules.partitioned import PerClassModel
 from zoo.data.image_folder import ImageFolderDataModule
+from zoo.data.public import PublicData
+from zoo.finetuning import check_finetunable, check_same_split
 from zoo.hub import check_save_target, save_pretrained
+from zoo.loading import load
 from zoo.privacy import DPCallback, PrivacyConfigError
 from zoo.privacy.pac import PACPrivacy
 from zoo.shapes import DataShapeError, data_arguments_of, model_for_data
-from zoo.stages import train
+from zoo.stages import pretrain_public, train
 
 IMAGES_OPTION = "--images"
 #: what a recipe's data block passes on to a user's image folder: the rest is the folder's own default
@@ -60,6 +65,13 @@ class DPZooCLI(LightningCLI):
             "--per_class", type=int, default=0, help="train one model per class 0..K-1 on data.for_class(k)"
         )
         parser.add_argument(
+            "--init_from",
+            type=str | None,
+            default=None,
+            help="start from this model's released weights (an id or folder, e.g. a base pretrained on public "
+            "data); its ledger comes along and the private data gets its own entry, as with zoo.finetune",
+        )
+        parser.add_argument(
             "--ckpt_path",
             type=str | None,
             default=None,
@@ -67,12 +79,13 @@ class DPZooCLI(LightningCLI):
         )
 
     def before_instantiate_classes(self) -> None:
-        """A recipe's data settings belong to its named dataset: on an image folder only ``sample_rate``
-        carries over, and the rest takes the folder's defaults unless the command line sets it."""
+        """A recipe's data settings belong to its own data: on an image folder that the command line names
+        (``--images``) only ``sample_rate`` carries over, and the rest takes the folder's defaults unless the
+        command line sets it. A recipe that names a folder itself keeps its settings."""
         data = self.config["data"]
-        if data is None or _import(data["class_path"]) is not ImageFolderDataModule:
-            return
         given = command_line_keys(self.args)
+        if data is None or "data" not in given or _import(data["class_path"]) is not ImageFolderDataModule:
+            return
         for name, parameter in inspect.signature(ImageFolderDataModule).parameters.items():
             if name not in KEPT_FROM_RECIPE and f"data.{name}" not in given and name in data["init_args"]:
                 data["init_args"][name] = parameter.default
@@ -139,15 +152,39 @@ def _budget_and_trainer_options(cli: DPZooCLI) -> tuple[DPCallback | PACPrivacy,
     return budgets[0], [c for c in callbacks if c is not budgets[0]], options
 
 
+def _public_trainer_options(cli: DPZooCLI) -> tuple[list[Any], dict[str, Any]]:
+    """A recipe whose data is declared public (``zoo.data.PublicData``) pretrains without noise: a budget
+    in it would mean the recipe thinks it spends one."""
+    options = dict(cli.config_init["trainer"])
+    callbacks = list(options.pop("callbacks", None) or [])
+    if any(isinstance(c, (DPCallback, PACPrivacy)) for c in callbacks):
+        raise PrivacyConfigError(
+            "the recipe's data is declared public (zoo.data.PublicData): public pretraining spends no budget, so "
+            "its trainer.callbacks must not hold a DPCallback; train on private data in a second recipe "
+            "(--init_from the pretrained model)"
+        )
+    return callbacks, options
+
+
 def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
     """``argv`` are LightningCLI arguments after ``fit`` (``--config recipe.yaml``, overrides, ...)."""
     cli = _cli(argv)
     options = cli.config
-    privacy, callbacks, trainer_options = _budget_and_trainer_options(cli)
+    public = isinstance(cli.datamodule, PublicData)
+    if public:
+        callbacks, trainer_options = _public_trainer_options(cli)
+    else:
+        privacy, callbacks, trainer_options = _budget_and_trainer_options(cli)
     if options.get("save_pretrained"):
         check_save_target(options["save_pretrained"], overwrite=options.get("overwrite", False))
     model = _model_for_data(cli.model, cli.datamodule, options.get("per_class") or 0, command_line_keys(argv))
-    train(model, cli.datamodule, privacy, callbacks=callbacks, ckpt_path=options.get("ckpt_path"), **trainer_options)
+    if options.get("init_from"):
+        initialise_from(model, options["init_from"], cli.datamodule)
+    if public:
+        pretrain_public(model, cli.datamodule, callbacks=callbacks, **trainer_options)
+    else:
+        ckpt_path = options.get("ckpt_path")
+        train(model, cli.datamodule, privacy, callbacks=callbacks, ckpt_path=ckpt_path, **trainer_options)
     if options.get("save_pretrained"):
         configs = [str(c) for c in options.get("config") or []]
         recipe = {
@@ -165,6 +202,25 @@ def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
         )
         print(f"saved {folder}")
     return model
+
+
+def initialise_from(model: DPGenerativeModel, name: str, data: Any) -> None:
+    """Load the released weights and the ledger of model ``name`` into the recipe's ``model`` (same method,
+    modules of the same shapes), after the checks of ``zoo.finetune``; the recipe's training settings apply."""
+    base = load(name)
+    if base.method != model.method:
+        raise DataShapeError(f"--init_from {name} is a {base.method} model, but the recipe trains {model.method}")
+    check_finetunable(model)
+    check_same_split(base.privacy_ledger, data)
+    for module in base.released_modules:
+        try:
+            getattr(model, module).load_state_dict(getattr(base, module).state_dict())
+        except RuntimeError as error:
+            raise DataShapeError(
+                f"--init_from {name}: its {module} does not fit the recipe's model (set the recipe's architecture "
+                f"to the base's, see its config.json): {str(error).splitlines()[-1].strip()}"
+            ) from None
+    model.privacy_ledger = base.privacy_ledger
 
 
 def _model_for_data(model: DPGenerativeModel, data: Any, per_class: int, given: set[str]) -> DPGenerativeModel:

@@ -90,10 +90,10 @@ def build_config(
     weights_dtype: str = "float32",
 ) -> dict[str, Any]:
     ledger = getattr(model, "privacy_ledger", None)
-    if not isinstance(ledger, PrivacyLedger) or not (ledger.entries or ledger.pac_releases):
+    if not isinstance(ledger, PrivacyLedger) or not (ledger.entries or ledger.pac_releases or ledger.public_data):
         raise CheckpointError(
             f"{model_id}: the model has no privacy ledger; only models trained through their stages "
-            "(zoo.train, dpzoo fit) can be saved with a guarantee."
+            "(zoo.train, zoo.pretrain_public, dpzoo fit) can be saved, with what they were trained on."
         )
     return {
         "format": CONFIG_FORMAT,

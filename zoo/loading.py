@@ -23,7 +23,7 @@ def list_models() -> list[dict[str, Any]]:
 
     ``guarantee`` states each model's guarantee in its own notion; ``epsilon`` and ``delta`` are None
     for a PAC-private model (it has no (ε, δ)), whose ``pac`` holds its bounds instead."""
-    from zoo.cards import display_method, guarantee_summary, is_pac, privacy_metadata
+    from zoo.cards import datasets_line, display_method, guarantee_summary, is_pac, privacy_metadata
 
     models: dict[str, dict[str, Any]] = {}
     for config_path in sorted(checkpoints_dir().glob(f"*/{CONFIG_NAME}")):
@@ -32,7 +32,7 @@ def list_models() -> list[dict[str, Any]]:
         models[config_path.parent.name] = {
             "model_id": config_path.parent.name,
             "method": display_method(config),
-            "dataset": ", ".join(g["dataset"] for g in privacy["guarantees"]),
+            "dataset": datasets_line(privacy),
             "notion": privacy["notion"],
             "guarantee": guarantee_summary(privacy),
             "epsilon": privacy.get("epsilon"),

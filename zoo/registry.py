@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 from importlib import resources
@@ -13,6 +14,8 @@ from zoo.layout import CONFIG_NAME
 
 _METHODS: dict[str, type] = {}
 CHECKPOINTS_ENV = "DPZOO_CHECKPOINTS_DIR"
+#: the shipped checkpoints inside an installed wheel (setup.py maps the repository's checkpoints/ to it)
+CHECKPOINTS_PACKAGE = "dpzoo_checkpoints"
 #: the package whose import registers every method (imported on the first lookup)
 METHODS_PACKAGE = "lightning_modules"
 
@@ -42,9 +45,16 @@ def method_class(name: str) -> type:
 
 
 def checkpoints_dir() -> Path:
-    """Shipped checkpoints: ``DPZOO_CHECKPOINTS_DIR``, else ``checkpoints/`` of this repository."""
+    """Shipped checkpoints: ``DPZOO_CHECKPOINTS_DIR``, else ``checkpoints/`` of this repository's
+    checkout, else the copy an installed wheel holds (package ``CHECKPOINTS_PACKAGE``, see setup.py)."""
     value = os.environ.get(CHECKPOINTS_ENV)
-    return Path(value) if value else Path(__file__).resolve().parents[1] / "checkpoints"
+    if value:
+        return Path(value)
+    checkout = Path(__file__).resolve().parents[1] / "checkpoints"
+    if checkout.is_dir():
+        return checkout
+    installed = importlib.util.find_spec(CHECKPOINTS_PACKAGE)
+    return Path(next(iter(installed.submodule_search_locations))) if installed else checkout
 
 
 def model_index() -> dict[str, dict[str, Any]]:

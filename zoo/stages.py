@@ -14,6 +14,11 @@ parts trained on disjoint data (one model per class), its parts (``training_part
 - :class:`PACRelease`: a mechanism's output released with noise calibrated by PAC privacy under a
   :class:`~zoo.privacy.pac.PACPrivacy` budget. A plan is either DP or PAC, never both.
 
+Public pretraining is a plan of its own (:func:`pretrain_public`, a method's ``public_stages``):
+:class:`PublicStatistic` and :class:`PublicSteps` on data the user declared public
+(:class:`~zoo.data.public.PublicData`), recorded in the ledger by name and fingerprint and charged
+no (ε, δ). A private plan then continues from the pretrained weights and composes as always.
+
 A private or helper stage with ``through_helpers=True`` does not draw batches: the module reads
 the private data itself, each helper its own part (GS-WGAN's critics), so its steps receive their
 index and ``trainer.datamodule.private`` is the datamodule (:class:`StepIndexData`).
@@ -40,8 +45,10 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from zoo.data.public import PublicData
 from zoo.privacy import DPCallback, PrivacyConfigError, PrivacyLedger
 from zoo.privacy.callback import STAGE_KEY
+from zoo.privacy.ledger import PublicDataUse
 from zoo.privacy.pac import PACPrivacy
 
 
@@ -114,6 +121,15 @@ class PublicSteps:
 
 
 @dataclass(frozen=True)
+class PublicStatistic:
+    """``run(public)`` computes a statistic of data the user declared public, without noise (only in
+    :func:`pretrain_public`; the ledger records the data, no budget is spent)."""
+
+    name: str
+    run: Callable[[PublicData], None]
+
+
+@dataclass(frozen=True)
 class HelperSteps:
     """Lightning steps training never-released helpers on the private data without DP.
     ``through_helpers``: the steps receive their index and each helper reads its own part."""
@@ -171,7 +187,7 @@ class StepIndexData(pl.LightningDataModule):
         return DataLoader(range(self.steps), batch_size=None)
 
 
-Stage = Release | PrivateSteps | PublicSteps | HelperSteps | PACRelease
+Stage = Release | PrivateSteps | PublicSteps | HelperSteps | PACRelease | PublicStatistic
 Budget = DPCallback | PACPrivacy
 
 
@@ -214,9 +230,45 @@ def train(
     return model
 
 
+def pretrain_public(
+    model: Any, public: PublicData, *, callbacks: Sequence[pl.Callback] = (), **trainer_options: Any
+) -> Any:
+    """Run ``model.public_stages(public)`` without noise on data the user declared public, and record the
+    data in the model's ledger (no (ε, δ) charged). A later ``train`` or ``zoo.finetune`` on private data
+    continues from the pretrained weights with its own budget."""
+    if not isinstance(public, PublicData):
+        raise PrivacyConfigError(
+            "pretrain_public reads only data declared public: wrap it as zoo.data.PublicData(data, source='why it "
+            f"is public'), got {type(public).__name__}"
+        )
+    stages = model.public_stages(public)
+    private = [s.name for s in stages if not isinstance(s, (PublicStatistic, PublicSteps))]
+    if private:
+        raise PrivacyConfigError(f"public pretraining may only run public stages; {private} are private")
+    if not isinstance(getattr(model, "privacy_ledger", None), PrivacyLedger):
+        model.privacy_ledger = PrivacyLedger()
+    public.setup("fit")
+    for index, stage in enumerate(stages):
+        model.training_stage = {"part": 0, "stage": index, "name": stage.name}
+        if isinstance(stage, PublicStatistic):
+            stage.run(public)
+        else:
+            _run(stage, model, public, None, list(callbacks), trainer_options, None)
+    model.training_stage = None
+    stage_names = "; ".join(stage.name for stage in stages)
+    model.privacy_ledger.public_data.append(
+        PublicDataUse(public.dataset_id, len(public.train_set), public.source, stage_names)
+    )
+    return model
+
+
 def check_plan(stages: Sequence[Stage], privacy: Budget) -> None:
     """A PAC budget runs PAC releases only and a DP budget never runs one; at most one calibrated
-    stage, and no stage after it spends budget: it is calibrated against everything else the plan spends."""
+    stage, and no stage after it spends budget: it is calibrated against everything else the plan spends.
+    Statistics of public data belong to public pretraining (``pretrain_public``), not to a private plan."""
+    public = [s.name for s in stages if isinstance(s, PublicStatistic)]
+    if public:
+        raise PrivacyConfigError(f"stages {public} read public data: run them with pretrain_public")
     pac_stages = [s.name for s in stages if isinstance(s, PACRelease)]
     if isinstance(privacy, PACPrivacy):
         spending = [s.name for s in stages if isinstance(s, (Release, PrivateSteps, HelperSteps))]

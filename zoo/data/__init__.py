@@ -7,6 +7,7 @@ from zoo.data.folders import ImageFolderError
 from zoo.data.image_folder import ImageFolderDataModule
 from zoo.data.images import DataNotFoundError, load_images
 from zoo.data.partition import class_partition, train_validation_split
+from zoo.data.public import PublicData
 from zoo.data.table_datamodule import TableDataModule
 from zoo.data.tensors import TensorDataModule
 
@@ -16,6 +17,7 @@ __all__ = [
     "ImageDataModule",
     "ImageFolderDataModule",
     "ImageFolderError",
+    "PublicData",
     "TableDataModule",
     "TensorDataModule",
     "class_partition",

@@ -74,12 +74,29 @@ class LedgerEntry:
 
 
 @dataclass
+class PublicDataUse:
+    """Data the user declared public (``zoo.data.PublicData``), used without noise: the ledger names it by
+    its dataset id (for image folders a fingerprint of their content) and charges it no (ε, δ). It carries
+    no guarantee, and the declaration is the user's: ``source`` is their statement of why it is public."""
+
+    dataset_id: str
+    records: int
+    source: str
+    stage: str
+    created: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat())
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
 class PrivacyLedger:
     """DP entries (composed into (ε, δ) per dataset) and PAC-private releases (``zoo.privacy.pac``), kept
     apart: the two notions are never converted into each other or summed."""
 
     entries: list[LedgerEntry] = field(default_factory=list)
     pac_releases: list[PACEntry] = field(default_factory=list)
+    public_data: list[PublicDataUse] = field(default_factory=list)
 
     def append(self, entry: LedgerEntry) -> LedgerEntry:
         self.entries.append(entry)
@@ -131,15 +148,20 @@ class PrivacyLedger:
 
     @property
     def notion(self) -> str:
-        """The ledger's notion, dp or pac; a ledger holding both is refused (nothing composes the two)."""
+        """The ledger's notion: dp or pac, or public when the model has seen declared-public data only; a
+        ledger holding both dp and pac is refused (nothing composes the two)."""
         if self.entries and self.pac_releases:
             raise ValueError("the ledger mixes (ε, δ)-DP entries and PAC releases, which do not compose")
-        return "pac" if self.pac_releases else "dp"
+        if self.pac_releases:
+            return "pac"
+        return "public" if self.public_data and not self.entries else "dp"
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"format": LEDGER_FORMAT, "entries": [e.to_dict() for e in self.entries]}
         if self.pac_releases:
             data["pac_releases"] = [r.to_dict() for r in self.pac_releases]
+        if self.public_data:
+            data["public_data"] = [p.to_dict() for p in self.public_data]
         return data
 
     @classmethod
@@ -147,4 +169,5 @@ class PrivacyLedger:
         if data.get("format") != LEDGER_FORMAT:
             raise ValueError(f"unsupported privacy ledger format {data.get('format')!r} (expected {LEDGER_FORMAT})")
         pac = [PACEntry(**r) for r in data.get("pac_releases", [])]
-        return cls([LedgerEntry.from_dict(e) for e in data["entries"]], pac)
+        public = [PublicDataUse(**p) for p in data.get("public_data", [])]
+        return cls([LedgerEntry.from_dict(e) for e in data["entries"]], pac, public)

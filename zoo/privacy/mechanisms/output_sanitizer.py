@@ -136,7 +136,7 @@ class GradientSanitizer:
         norms = per_row.flatten(1).norm(dim=1)
         clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
         per_row = per_row * clip.view(-1, *([1] * (grad.dim() - 1)))
-        noise = torch.randn(grad.shape, generator=self.generator, device=grad.device, dtype=grad.dtype)
+        noise = torch.randn(grad.shape, generator=self.generator, dtype=grad.dtype).to(grad.device)  # CPU generator
         self.rows_sanitized += rows
         return (per_row + self.noise_multiplier * self.max_grad_norm * noise) / scale
 

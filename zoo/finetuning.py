@@ -16,18 +16,13 @@ from zoo.stages import train
 def check_finetunable(model: Any) -> None:
     """Fine-tuning needs every module the barrier privatises to be in the release."""
     barrier = PrivacyBarrier(model.privacy_barrier)
-    if barrier == PrivacyBarrier.ONE_SHOT_RELEASE:
-        raise PrivacyConfigError(
-            f"{model.method} releases one statistic of its data and fits a generator to it; there is no private "
-            "step to continue. Train a new model on the new data with zoo.train (its own release)."
-        )
+    if barrier in (PrivacyBarrier.ONE_SHOT_RELEASE, PrivacyBarrier.SUBSAMPLED_RELEASE):
+        return  # the new data gets its own releases; the released generator is refitted from its weights
     if barrier == PrivacyBarrier.PAC_NOISED_OUTPUT:
         raise PrivacyConfigError(
             f"{model.method} releases a PAC-noised output and no trained network; there is nothing to continue "
             "training. Run its recipe on the new data (its own PAC release)."
         )
-    if barrier == PrivacyBarrier.SUBSAMPLED_RELEASE:
-        return  # every private step releases a fresh embedding of the new data; the released generator continues
     if barrier not in (PrivacyBarrier.PRIVATE_MODEL, PrivacyBarrier.PRIVATE_CRITIC):
         raise PrivacyConfigError(
             f"{model.method} uses barrier {barrier.value}: its private step needs modules that are never released "
@@ -55,8 +50,11 @@ def finetune(
     """Train the model further under DPCallback on ``datamodule``'s private data.
 
     The model's ledger gains an entry for the new dataset; the guarantee for the data it
-    was trained on before is unchanged (this is post-processing for that data). C defaults
-    to the clipping bound of the model's last ledger entry. A model trained per class
+    was trained on before is unchanged (this is post-processing for that data). A method that
+    releases statistics (DP-MERF, DP-Kernel) runs its plan on the new data: fresh releases, and
+    the generator refitted from its current weights (``max_steps`` fitting steps), as from a base
+    pretrained on public data (``zoo.pretrain_public``). C defaults to the clipping bound of the
+    model's last ledger entry. A model trained per class
     fine-tunes each class's model on that class of the new data, each at ``target_epsilon``
     (parallel composition again): the datamodule must offer ``for_class(label)``.
     """
@@ -70,8 +68,9 @@ def finetune(
         "--images PATH builds the model for the folder's images and classes)",
     )
     check_same_split(model.privacy_ledger, datamodule)
-    if max_grad_norm is None:
-        max_grad_norm = model.privacy_ledger.entries[-1].clip_norm
+    if max_grad_norm is None:  # a base pretrained on public data only has no entry: C = 1 (releases ignore it)
+        entries = model.privacy_ledger.entries
+        max_grad_norm = entries[-1].clip_norm if entries else 1.0
     privacy = DPCallback(
         target_epsilon=target_epsilon,
         delta=delta,

@@ -1,0 +1,15 @@
+"""Everything about the distribution is in pyproject.toml except what it cannot say: the
+repository's top-level ``checkpoints/`` goes into the wheel as the package ``dpzoo_checkpoints``,
+so an installed zoo finds its shipped models (``zoo.registry.checkpoints_dir``) while the folder
+stays where the Hub layout and the README expect it."""
+
+from setuptools import find_namespace_packages, setup
+
+setup(
+    packages=[*find_namespace_packages(include=["zoo*", "lightning_modules*"]), "dpzoo_checkpoints"],
+    package_dir={"dpzoo_checkpoints": "checkpoints"},
+    package_data={
+        "zoo": ["model_index.json", "templates/*.md", "metrics/weights/*.safetensors", "metrics/weights/*.json"],
+        "dpzoo_checkpoints": ["*/*"],
+    },
+)
