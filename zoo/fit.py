@@ -138,26 +138,32 @@ def _cli(args: Sequence[str]) -> DPZooCLI:
     )
 
 
-def _budget_and_trainer_options(cli: DPZooCLI) -> tuple[DPCallback | PACPrivacy, list[Any], dict[str, Any]]:
-    """The recipe's budget (a DPCallback, or PACPrivacy for a PAC-private method), its other callbacks,
-    and the other Trainer arguments."""
+def _trainer_callbacks(cli: DPZooCLI) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """The recipe's privacy budgets (DPCallback or PACPrivacy), its other callbacks, and the other Trainer
+    arguments."""
     options = dict(cli.config_init["trainer"])
     callbacks = list(options.pop("callbacks", None) or [])
     budgets = [c for c in callbacks if isinstance(c, (DPCallback, PACPrivacy))]
+    return budgets, [c for c in callbacks if not isinstance(c, (DPCallback, PACPrivacy))], options
+
+
+def _budget_and_trainer_options(cli: DPZooCLI) -> tuple[DPCallback | PACPrivacy, list[Any], dict[str, Any]]:
+    """The recipe's budget (a DPCallback, or PACPrivacy for a PAC-private method), its other callbacks,
+    and the other Trainer arguments."""
+    budgets, callbacks, options = _trainer_callbacks(cli)
     if len(budgets) != 1:
         raise PrivacyConfigError(
             "dpzoo fit trains privately: the recipe's trainer.callbacks must hold one zoo.privacy.DPCallback "
             f"(or zoo.privacy.pac.PACPrivacy), the privacy budget of the whole plan; found {len(budgets)}."
         )
-    return budgets[0], [c for c in callbacks if c is not budgets[0]], options
+    return budgets[0], callbacks, options
 
 
 def _public_trainer_options(cli: DPZooCLI) -> tuple[list[Any], dict[str, Any]]:
     """A recipe whose data is declared public (``zoo.data.PublicData``) pretrains without noise: a budget
     in it would mean the recipe thinks it spends one."""
-    options = dict(cli.config_init["trainer"])
-    callbacks = list(options.pop("callbacks", None) or [])
-    if any(isinstance(c, (DPCallback, PACPrivacy)) for c in callbacks):
+    budgets, callbacks, options = _trainer_callbacks(cli)
+    if budgets:
         raise PrivacyConfigError(
             "the recipe's data is declared public (zoo.data.PublicData): public pretraining spends no budget, so "
             "its trainer.callbacks must not hold a DPCallback; train on private data in a second recipe "
