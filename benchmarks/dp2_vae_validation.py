@@ -32,7 +32,7 @@ from validation_halves import held_out_cnn_accuracy, validation_halves
 
 from lightning_modules.dp2_vae import DP2VAE, DP2VAEDPEncoder
 from zoo.data import TensorDataModule
-from zoo.privacy import DPCallback, calibrate_noise_multiplier
+from zoo.privacy import DPBudget, calibrate_noise_multiplier
 from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_model_summary=False)
@@ -78,7 +78,7 @@ def main() -> None:
         )
         data_rate, noise = 0.1, 2 * args.batch * z
     data = TensorDataModule(images, labels, "validation-probe", sample_rate=data_rate)
-    privacy = DPCallback(noise_multiplier=noise, max_grad_norm=args.clip, accountant="rdp")
+    privacy = DPBudget(noise_multiplier=noise, max_grad_norm=args.clip, accountant="rdp")
     train(model, data, privacy, max_steps=args.steps, **QUIET)
     sample_labels = torch.arange(10_000) % 10
     samples = model.sample(10_000, sample_labels, seed=0)

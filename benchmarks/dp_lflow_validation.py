@@ -29,7 +29,7 @@ from validation_halves import emulated_central_images, validation_halves
 from lightning_modules.dp_lflow import DPLFlow
 from zoo.data import TensorDataModule
 from zoo.metrics.extractors import LeNet, extractor_weights
-from zoo.privacy import DPCallback, calibrate_noise_multiplier
+from zoo.privacy import DPBudget, calibrate_noise_multiplier
 from zoo.stages import train
 
 RECIPE = dict(image_shape=(1, 28, 28), channels=(32, 64), latent_dim=20, flow_blocks=9, flow_hidden=200)
@@ -64,7 +64,7 @@ def main() -> None:
             optimizer.step()
     own = images[labels == args.digit]
     data = TensorDataModule(own, labels[labels == args.digit], "validation-stand-in", sample_rate=1.0)
-    privacy = DPCallback(noise_multiplier=sigma, max_grad_norm=0.1)
+    privacy = DPBudget(noise_multiplier=sigma, max_grad_norm=0.1)
     options = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
     train(model, data, privacy, max_steps=args.steps, enable_model_summary=False, **options)
     model.eval()

@@ -19,7 +19,7 @@ from zoo.privacy.accounting import calibrate_noise_multiplier
 from zoo.privacy.mechanisms.output_sanitizer import row_noise_multiplier
 
 DELTA = 1e-5
-#: (label, K, T, B, per-row σ; None: calibrated to ε = 10 by PRV, as the recipe's DPCallback does)
+#: (label, K, T, B, per-row σ; None: calibrated to ε = 10 by PRV, as the recipe's DPBudget does)
 SETTINGS = (
     ("published (official config.py)", 1000, 20_000, 32, 1.07),
     ("zoo CPU recipes, ε = 10", 500, 5_000, 32, None),

@@ -28,7 +28,7 @@ from validation_halves import held_out_cnn_accuracy, validation_halves
 
 from lightning_modules.gs_wgan import GSWGAN
 from zoo.data import TensorDataModule
-from zoo.privacy import DPCallback, calibrate_noise_multiplier
+from zoo.privacy import DPBudget, calibrate_noise_multiplier
 from zoo.privacy.mechanisms.output_sanitizer import row_noise_multiplier
 from zoo.stages import train
 
@@ -73,7 +73,7 @@ def main() -> None:
         learning_rate=args.learning_rate,
     )
     start = time.time()
-    privacy = DPCallback(noise_multiplier=sigma_row, accountant="rdp")
+    privacy = DPBudget(noise_multiplier=sigma_row, accountant="rdp")
     train(
         model,
         data,

@@ -21,7 +21,7 @@ import yaml
 
 from zoo.data import ImageFolderDataModule
 from zoo.data.settings import CACHE_DIR_ENV, DATA_DIR_ENV
-from zoo.privacy import DPCallback
+from zoo.privacy import DPBudget
 from zoo.registry import method_class
 from zoo.shapes import model_for_data
 from zoo.stages import train
@@ -68,7 +68,7 @@ def main() -> None:
     model = model_for_data(method_class("dp-merf")(**recipe["model"]["init_args"]), data)
     timer = StepTimer()
     start = time.perf_counter()
-    privacy = DPCallback(target_epsilon=1.0, delta=1e-5, accountant="prv")
+    privacy = DPBudget(target_epsilon=1.0, delta=1e-5, accountant="prv")
     quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
     train(model, data, privacy, callbacks=[timer], max_steps=args.steps, accelerator="cpu", **quiet)
     total = time.perf_counter() - start

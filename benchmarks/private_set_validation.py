@@ -25,7 +25,7 @@ from validation_halves import held_out_cnn_accuracy, validation_halves
 from lightning_modules.private_set import PrivateSet
 from zoo.data import TensorDataModule
 from zoo.metrics.set_accuracy import convnet_accuracy
-from zoo.privacy import DPCallback, calibrate_noise_multiplier
+from zoo.privacy import DPBudget, calibrate_noise_multiplier
 from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_model_summary=False)
@@ -70,7 +70,7 @@ def main() -> None:
         set_lr=args.set_lr,
     )
     data = TensorDataModule(images, labels, "validation-probe", sample_rate=args.batch / len(labels))
-    privacy = DPCallback(noise_multiplier=z, max_grad_norm=args.clip, accountant="rdp")
+    privacy = DPBudget(noise_multiplier=z, max_grad_norm=args.clip, accountant="rdp")
     start = time.time()
     train(model, data, privacy, max_steps=steps, **QUIET)
     train_secs = time.time() - start

@@ -30,9 +30,9 @@ from torch import Tensor
 from torchvision.utils import make_grid
 from tqdm.auto import tqdm
 
-from zoo.privacy import DPCallback, PrivacyBarrier, PrivacyConfigError, PrivacyLedgerMixin
+from zoo.privacy import DPBudget, PrivacyBarrier, PrivacyConfigError
 from zoo.shapes import DATA_ARGUMENTS, as_data_argument
-from zoo.stages import PrivateSteps, Stage
+from zoo.stages import PrivacyLedgerMixin, PrivateSteps, Stage
 
 
 def toy_images(classes: int = 3, size: int = 8, records: int = 120) -> Any:
@@ -47,14 +47,14 @@ def toy_images(classes: int = 3, size: int = 8, records: int = 120) -> Any:
 @dataclass(frozen=True)
 class TinyRecipe:
     """A run of a few seconds that exercises a method end to end (the registry's contract test):
-    constructor arguments, DPCallback settings, the data, and the steps of every step stage."""
+    constructor arguments, the budget's settings, the data, and the steps of every step stage."""
 
     architecture: dict[str, Any]
     privacy: dict[str, Any]
     data: Callable[[], Any] = field(default=toy_images)
     max_steps: int = 3
-    #: the plan's budget, built from ``privacy``: DPCallback, or PACPrivacy for a PAC-private method
-    budget: Callable[..., Any] = field(default=DPCallback)
+    #: the plan's budget, built from ``privacy``: DPBudget, or PACBudget for a PAC-private method
+    budget: Callable[..., Any] = field(default=DPBudget)
 
 
 class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
@@ -69,6 +69,8 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
     num_classes: int | None = None
     #: what ``sample`` returns: "images" (n, C, H, W) in [0, 1] or table "rows" (n, features)
     sample_kind: ClassVar[str] = "images"
+    #: config.json of the folder a released model was loaded from (``zoo.hub.from_pretrained``), else None
+    pretrained_config: dict[str, Any] | None = None
 
     def architecture(self) -> dict[str, Any]:
         """Constructor arguments that rebuild this model (stored in config.json)."""
@@ -103,7 +105,7 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
         if any(not isinstance(stage, PrivateSteps) for stage in stages):
             raise PrivacyConfigError(
                 f"{type(self).__name__} trains in stages ({', '.join(s.name for s in stages)}): run them with "
-                "zoo.train(model, datamodule, privacy=DPCallback(...)) or `dpzoo fit`, not Trainer.fit alone."
+                "zoo.train(model, datamodule, DPBudget(...)) or `dpzoo fit`, not Trainer.fit alone."
             )
 
     def training_parts(self, datamodule: Any) -> list[tuple[DPGenerativeModel, Any]]:

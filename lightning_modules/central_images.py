@@ -33,9 +33,10 @@ from torch import Tensor
 
 from lightning_modules.nets.generators import generated_embedding
 from lightning_modules.nets.random_features import fourier_features, labelled_embedding, mixture_frequencies
+from zoo.privacy import DPBudget
 from zoo.privacy.mechanisms import clip_rows
 from zoo.privacy.partition import assign_parts
-from zoo.stages import PublicSteps, Release, ReleaseBudget, Stage
+from zoo.stages import PublicSteps, Release, Stage
 
 WARM_START = "warm start on the central images"
 #: weight of the count column, as a fraction of the clipping norm R
@@ -86,7 +87,7 @@ def release_central_images(
     labels: Tensor,
     num_classes: int,
     settings: WarmStart,
-    budget: ReleaseBudget,
+    budget: DPBudget,
     partition_key: bytes | None = None,
 ) -> Tensor:
     """The noisy mean image of every (class, subset) group, shape (classes·subsets, C, H, W), in [0, 1];
@@ -156,7 +157,7 @@ class CentralImagesWarmStart:
     def in_warm_start(self) -> bool:
         return self.training_stage is not None and self.training_stage["name"] == WARM_START
 
-    def _release_central_images(self, datamodule: Any, budget: ReleaseBudget) -> None:
+    def _release_central_images(self, datamodule: Any, budget: DPBudget) -> None:
         datamodule.setup("fit")
         images, labels = datamodule.train_set.tensors
         if self.num_classes is None:  # one group per subset, whatever the data's labels

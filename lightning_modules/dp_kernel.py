@@ -95,7 +95,10 @@ class DPKernel(CentralImagesWarmStart, DPGenerativeModel):
         if self.in_warm_start():
             return self.warm_start_step(batch)
         if self.embedding_release is None:
-            raise PrivacyConfigError("DP-Kernel trains only under DPCallback, which provides its embedding release.")
+            raise PrivacyConfigError(
+                "DP-Kernel trains only under a DPCallback (zoo.train with a DPBudget), which provides its embedding "
+                "release."
+            )
         images, labels = batch
         self.check_images(images)
         frequencies = self.step_frequencies(self.global_step)

@@ -27,9 +27,9 @@ from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.central_images import CentralImagesWarmStart
 from lightning_modules.nets.generators import build_generator, generate_conditional, generated_embedding
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
-from zoo.privacy import PrivacyBarrier
+from zoo.privacy import DPBudget, PrivacyBarrier
 from zoo.registry import register_method
-from zoo.stages import PublicStatistic, PublicSteps, Release, ReleaseBudget, Stage
+from zoo.stages import PublicStatistic, PublicSteps, Release, Stage
 
 #: records embedded at a time (n × features floats)
 EMBEDDING_CHUNK = 1000
@@ -97,7 +97,7 @@ class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
         ]
 
     @torch.no_grad()
-    def _release_embedding(self, datamodule: Any, budget: ReleaseBudget) -> None:
+    def _release_embedding(self, datamodule: Any, budget: DPBudget) -> None:
         total, count = self._embedding_sum(datamodule)
         noisy = budget.release(
             total,

@@ -19,9 +19,9 @@ from torch import Tensor
 from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.nets.maf import MAF
 from zoo.data.standardisation import Standardisation, private_standardisation
-from zoo.privacy import PrivacyBarrier
+from zoo.privacy import DPBudget, PrivacyBarrier
 from zoo.registry import register_method
-from zoo.stages import PrivateSteps, Release, ReleaseBudget, Stage
+from zoo.stages import PrivateSteps, Release, Stage
 
 
 @register_method
@@ -86,7 +86,7 @@ class DPNF(DPGenerativeModel):
                 releases.append(Release("ActNorm initialisation", self._initialise_actnorms_privately))
         return [*releases, PrivateSteps("DP-SGD on the flow")]
 
-    def _adopt_standardisation(self, datamodule: Any, budget: ReleaseBudget) -> None:
+    def _adopt_standardisation(self, datamodule: Any, budget: DPBudget) -> None:
         standardisation: Standardisation = datamodule.standardisation(budget)
         self.feature_mean.copy_(standardisation.mean)
         self.feature_std.copy_(standardisation.std)
@@ -97,7 +97,7 @@ class DPNF(DPGenerativeModel):
         )
 
     @torch.no_grad()
-    def _initialise_actnorms_privately(self, datamodule: Any, budget: ReleaseBudget) -> None:
+    def _initialise_actnorms_privately(self, datamodule: Any, budget: DPBudget) -> None:
         rows = (datamodule.train_rows.to(self.feature_mean) - self.feature_mean) / self.feature_std
         bound = 2 * self.hparams.features**0.5
         for index, block in enumerate(self.flow.blocks):

@@ -2,9 +2,10 @@
 sanitised gradients from K critics, each trained without DP on its own part of the data.
 
 Stages: (1) HelperSteps: each critic k is pretrained on part k with a throwaway generator of its
-own (official ``pretrain.py``); (2) PrivateSteps: step t trains critic t mod K ``critic_steps``
-times on its part against the current generator (a public schedule; the official code trains the
-drawn critic instead, see ``zoo.privacy.mechanisms.private_helpers`` for why the zoo does not),
+own (official ``pretrain.py``); (2) PrivateSteps: step t trains ``critics_per_step`` critics (t mod
+K when it is 1) ``critic_steps`` times each on its part against the current generator (a public
+schedule; the official code trains the drawn critic instead, see
+``zoo.privacy.mechanisms.private_helpers`` for why the zoo does not),
 then draws a critic uniformly (secret randomness) and updates the generator through it and
 ``self.gradient_sanitizer`` (B3): the gradient of the generator loss with respect to each
 generated image is clipped to C and noised. The released generator is the moving average of the
@@ -52,6 +53,7 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         num_classes: int = 10,
         image_shape: Sequence[int] = (1, 28, 28),
         critics: int = 1000,
+        critics_per_step: int = 1,
         code_dim: int = 10,
         generator: str = "dcgan",
         generator_width: int = 64,
@@ -70,8 +72,10 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         critics of width 64 and a generator of width 64 (the paper's is "resnet", the official
         ``--gen_arch`` default; "dcgan" is its alternative), batch 32, 5 critic steps per generator
         step, 2,000 pretraining steps per critic, gradient penalty 10, logit penalty 1e-3, Adam 1e-4
-        (0.5, 0.9), moving average 0.999. The networks are the official ones for 1×28×28 images and
-        scale to other shapes (``lightning_modules.nets.dcgan``)."""
+        (0.5, 0.9), moving average 0.999. ``critics_per_step`` > 1 (not official) trains more critics per
+        step on the public schedule: each critic then sees more updates at the same accounting. The
+        networks are the official ones for 1×28×28 images and scale to other shapes
+        (``lightning_modules.nets.dcgan``)."""
         super().__init__()
         if len(image_shape) != 3:
             raise ValueError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
@@ -82,7 +86,7 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.automatic_optimization = False
-        self.init_helper_parts(critics)
+        self.init_helper_parts(critics, critics_per_step)
         self.trained_generator = GENERATORS[generator](code_dim, num_classes, generator_width, image_shape)
         self.generator = copy.deepcopy(self.trained_generator).requires_grad_(False)
         self.scratch_generator = copy.deepcopy(self.trained_generator)

@@ -1,8 +1,8 @@
 """What methods with private helpers share (GS-WGAN's critics, DP²-VAE's encoders): each helper
 trains without DP on its own part of the private data, on a public schedule (private step t trains
-helper t mod K, with randomness seeded from t), and each private step then queries one helper drawn
-from secret randomness (``zoo.privacy.mechanisms.private_helpers`` states the theorem and why the
-schedule must not follow the secret draws).
+the m helpers t·m, …, t·m + m − 1 mod K, with randomness seeded from t), and each private step
+then queries one helper drawn from secret randomness (``zoo.privacy.mechanisms.private_helpers``
+states the theorem and why the schedule must not follow the secret draws).
 
 The mixin keeps the parts, the key that assigns records to them (in Lightning checkpoints, so a
 resumed plan keeps each helper on its part: with a fresh key, one helper would depend on two
@@ -52,8 +52,12 @@ class HelperParts:
     #: the name of the HelperSteps stage that pretrains the helpers one after another
     pretraining: ClassVar[str]
 
-    def init_helper_parts(self, parts: int) -> None:
+    def init_helper_parts(self, parts: int, per_step: int = 1) -> None:
+        """``parts`` helpers, ``per_step`` of them trained by each private step (public schedule)."""
+        if not 1 <= per_step <= parts:
+            raise ValueError(f"between 1 and {parts} helpers can train per step, got {per_step}")
         self.helpers = PrivateHelpers(parts)
+        self._helpers_per_step = per_step
         self._parts: list[tuple[Tensor, Tensor]] | None = None
         self._partition_key = new_partition_key()
         self._helper_draws: torch.Generator | None = None
@@ -81,8 +85,8 @@ class HelperParts:
         return HelperSteps(self.pretraining, max_steps=steps, through_helpers=True)
 
     def training_step(self, step: int, batch_idx: int) -> None:
-        """A pretraining step goes to helper step // pretrain_steps. A private step t trains helper t mod K
-        (public schedule and randomness), then queries a helper drawn in secret."""
+        """A pretraining step goes to helper step // pretrain_steps. A private step t trains its scheduled
+        helpers (public schedule and randomness), then queries a helper drawn in secret."""
         step = int(step)
         device = self.device  # type: ignore[attr-defined]
         if self.training_stage is not None and self.training_stage["name"] == self.pretraining:  # type: ignore[attr-defined]
@@ -91,12 +95,19 @@ class HelperParts:
                 self.pretraining_step(helper, iteration)  # type: ignore[attr-defined]
         else:
             with public_randomness(PRIVATE_STREAM, step, device):
-                self.train_helper(step % self.helpers.parts)  # type: ignore[attr-defined]
+                for helper in self.scheduled_helpers(step):
+                    self.train_helper(helper)  # type: ignore[attr-defined]
             self.private_step(self.draw_helper())  # type: ignore[attr-defined]
 
     @property
     def private_dataset_size(self) -> int:
         return sum(len(images) for images, _ in self.helper_parts())
+
+    def scheduled_helpers(self, step: int) -> list[int]:
+        """The helpers private step t trains: t·m, …, t·m + m − 1 (mod K), a function of t alone, so that
+        every helper trains once in each run of K / m consecutive steps."""
+        first = step * self._helpers_per_step
+        return [(first + i) % self.helpers.parts for i in range(self._helpers_per_step)]
 
     def draw_helper(self) -> int:
         """The helper a private step queries, uniform and from secret randomness."""
@@ -109,7 +120,7 @@ class HelperParts:
             if data is None:
                 raise PrivacyConfigError(
                     f"{type(self).__name__} trains in stages whose helpers read their own parts of the data: run "
-                    "zoo.train(model, datamodule, privacy=DPCallback(...)) or `dpzoo fit`."
+                    "zoo.train(model, datamodule, DPBudget(...)) or `dpzoo fit`."
                 )
             data.setup("fit")
             images, labels = data.train_set.tensors

@@ -30,10 +30,9 @@ from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
 from lightning_modules.langevin import LangevinSampler, ScoreTraining, geometric_sigmas, train_score_model
 from lightning_modules.nets.score import NoisyClassifier, ScoreUNet
 from lightning_modules.released_sets import balanced_labels, images_of_classes
-from zoo.privacy import PrivacyBarrier
-from zoo.privacy.pac import PACPrivacy
+from zoo.privacy import PACBudget, PrivacyBarrier
 from zoo.registry import register_method
-from zoo.stages import PACBudget, PACRelease, Stage
+from zoo.stages import PACRelease, Stage
 
 #: per-pixel noise std above which a card says plainly that the release is noise: each image then
 #: carries noise of more than ten times the norm of the largest image in [0, 1]
@@ -202,5 +201,5 @@ class P3DM(DPGenerativeModel):
             ),
             privacy=dict(mi_bound=1000.0, mc_runs=2, seed=0),
             data=functools.partial(toy_images, size=8),
-            budget=PACPrivacy,
+            budget=PACBudget,
         )

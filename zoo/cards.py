@@ -82,9 +82,7 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
             "public_data": public,
         }
     guarantees = ledger.guarantees()
-    # the main mechanism: the last one trained or released, not a fixed-σ preparation before it
-    main = next((e for e in ledger.entries if e.target_epsilon is not None), ledger.entries[-1])
-    worst = max(guarantees.values(), key=lambda g: g["epsilon"])
+    main, worst = ledger.main_entry(), ledger.worst_guarantee()
     return {
         "notion": "(epsilon, delta)-differential privacy",
         "neighbouring_relation": "add or remove one training record",
@@ -330,3 +328,42 @@ def model_cards_index(checkpoints: Path) -> str:
     if not folders:
         rows.append("| no checkpoint shipped yet | | | | | | |")
     return "\n".join(rows) + "\n"
+
+
+def evaluator_of(result: dict[str, Any]) -> str:
+    """What produced a result: the feature extractor, classifier, score or attack."""
+    protocol = result["protocol"]
+    for key in ("feature_extractor", "classifier", "score"):
+        if protocol.get(key):
+            return str(protocol[key])
+    return "nearest-neighbour membership attack" if "nearest_neighbour" in result else "log_prob"
+
+
+def _side_numbers(result: dict[str, Any]) -> dict[str, float]:
+    """Numbers measured next to the headline value (a reference score, rates), rounded for the card."""
+    return {k: round(v, 4) for k, v in result.items() if isinstance(v, float) and k not in ("value", "std")}
+
+
+def card_results(evaluation: dict[str, Any], dataset_name: str, task_type: str) -> list[dict[str, Any]]:
+    """``model-index`` entries for a card, each naming its evaluator."""
+    entries = []
+    for name, result in evaluation["results"].items():
+        protocol = result["protocol"]
+        evaluator = evaluator_of(result)
+        spread = f" ± {result['std']:.2f}" if "std" in result else ""
+        entries.append(
+            {
+                "task_type": task_type,
+                "dataset_type": evaluation["dataset"],
+                "dataset_name": dataset_name,
+                "metric_type": name,
+                "metric_name": f"{name} ({evaluator}){spread}",
+                "metric_value": round(result["value"], 3),
+                "metric_config": "; ".join(
+                    f"{k}={v}"
+                    for k, v in {"unit": result.get("unit"), **_side_numbers(result), **protocol}.items()
+                    if v is not None
+                ),
+            }
+        )
+    return entries

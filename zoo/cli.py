@@ -67,7 +67,7 @@ def _sample(args: argparse.Namespace) -> int:
         )
     for release in model.privacy_ledger.pac_releases:
         print(f"{describe_pac(release)} for {release.dataset_id}")
-    evaluation = (getattr(model, "pretrained_config", None) or {}).get("evaluation")
+    evaluation = (model.pretrained_config or {}).get("evaluation")
     if evaluation:
         print(f"evaluation ({evaluation['command']}):")
         for result in evaluation["results"]:
@@ -106,9 +106,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     import json
     import shlex
 
+    from zoo.cards import evaluator_of
     from zoo.loading import resolve
     from zoo.metrics import evaluate, record_evaluation
-    from zoo.metrics.evaluate import evaluator_of
     from zoo.metrics.publication import check_publishable
 
     metrics = tuple(args.metrics.split(",")) if args.metrics else None

@@ -8,33 +8,10 @@ from typing import Any
 import pytorch_lightning as pl
 
 from zoo.loading import load
-from zoo.privacy import DPCallback, PrivacyBarrier, PrivacyConfigError
+from zoo.privacy import DPBudget, PrivacyConfigError
+from zoo.privacy.barriers import check_finetunable
 from zoo.shapes import check_model_fits_data
 from zoo.stages import train
-
-
-def check_finetunable(model: Any) -> None:
-    """Fine-tuning needs every module the barrier privatises to be in the release."""
-    barrier = PrivacyBarrier(model.privacy_barrier)
-    if barrier in (PrivacyBarrier.ONE_SHOT_RELEASE, PrivacyBarrier.SUBSAMPLED_RELEASE):
-        return  # the new data gets its own releases; the released generator is refitted from its weights
-    if barrier == PrivacyBarrier.PAC_NOISED_OUTPUT:
-        raise PrivacyConfigError(
-            f"{model.method} releases a PAC-noised output and no trained network; there is nothing to continue "
-            "training. Run its recipe on the new data (its own PAC release)."
-        )
-    if barrier not in (PrivacyBarrier.PRIVATE_MODEL, PrivacyBarrier.PRIVATE_CRITIC):
-        raise PrivacyConfigError(
-            f"{model.method} uses barrier {barrier.value}: its private step needs modules that are never released "
-            f"({', '.join(model.never_released) or 'the critics'}), so a checkpoint cannot be fine-tuned privately."
-        )
-    released = {id(m) for name in model.released_modules for m in getattr(model, name).modules()}
-    missing = [type(m).__name__ for m in model.private_modules() if id(m) not in released]
-    if missing:
-        raise PrivacyConfigError(
-            f"{model.method} trains {missing} privately but does not release them; it cannot be fine-tuned "
-            "from a checkpoint."
-        )
 
 
 def finetune(
@@ -47,7 +24,7 @@ def finetune(
     accountant: str = "prv",
     **trainer_kwargs: Any,
 ) -> Any:
-    """Train the model further under DPCallback on ``datamodule``'s private data.
+    """Train the model further under a fresh DPBudget on ``datamodule``'s private data.
 
     The model's ledger gains an entry for the new dataset; the guarantee for the data it
     was trained on before is unchanged (this is post-processing for that data). A method that
@@ -71,7 +48,7 @@ def finetune(
     if max_grad_norm is None:  # a base pretrained on public data only has no entry: C = 1 (releases ignore it)
         entries = model.privacy_ledger.entries
         max_grad_norm = entries[-1].clip_norm if entries else 1.0
-    privacy = DPCallback(
+    budget = DPBudget(
         target_epsilon=target_epsilon,
         delta=delta,
         max_grad_norm=max_grad_norm,
@@ -80,7 +57,7 @@ def finetune(
     )
     options = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False, **trainer_kwargs}
     model.train()
-    train(model, datamodule, privacy, max_steps=max_steps, **options)
+    train(model, datamodule, budget, max_steps=max_steps, **options)
     return model.eval()
 
 

@@ -1,9 +1,10 @@
 """``dpzoo fit``: train any method from a YAML recipe (LightningCLI parses it) by running the
-method's stages (``zoo.stages.train``) with the recipe's DPCallback as the budget, and write
-the result in Hub layout. ``--per_class K`` trains one model per class 0..K-1, each on its own
-partition, released as one class-conditional model (parallel composition). A recipe whose data is
-declared public (``zoo.data.PublicData``) pretrains a base without noise (``zoo.stages.pretrain_public``);
-``--init_from`` starts a private recipe from such a base, or any fine-tunable model.
+method's stages (``zoo.stages.train``) under the budget of the recipe's ``privacy:`` block (a
+``zoo.privacy.DPBudget``, or ``PACBudget``), and write the result in Hub layout. ``--per_class K``
+trains one model per class 0..K-1, each on its own partition, released as one class-conditional model
+(parallel composition). A recipe whose data is declared public (``zoo.data.PublicData``) pretrains a base
+without noise (``zoo.stages.pretrain_public``); ``--init_from`` starts a private recipe from such a base,
+or any fine-tunable model.
 
 Any image recipe runs on a folder of your own images (``--images PATH``): the model is built for
 the data's image shape and class count (``zoo.shapes``) unless the command line sets them."""
@@ -25,11 +26,11 @@ from lightning_modules.base import DPGenerativeModel
 from lightning_modules.partitioned import PerClassModel
 from zoo.data.image_folder import ImageFolderDataModule
 from zoo.data.public import PublicData
-from zoo.finetuning import check_finetunable, check_same_split
+from zoo.finetuning import check_same_split
 from zoo.hub import check_save_target, save_pretrained
 from zoo.loading import load
-from zoo.privacy import DPCallback, PrivacyConfigError
-from zoo.privacy.pac import PACPrivacy
+from zoo.privacy import Budget, DPCallback, PrivacyConfigError
+from zoo.privacy.barriers import check_finetunable
 from zoo.shapes import DataShapeError, data_arguments_of, model_for_data
 from zoo.stages import pretrain_public, train
 
@@ -44,6 +45,13 @@ class DPZooCLI(LightningCLI):
         super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser) -> None:  # type: ignore[no-untyped-def]
+        parser.add_subclass_arguments(
+            Budget,
+            "privacy",
+            required=False,
+            help="the privacy budget of the whole plan: zoo.privacy.DPBudget (target_epsilon, delta, max_grad_norm, "
+            "accountant, ...) or zoo.privacy.PACBudget; none for data declared public (zoo.data.PublicData)",
+        )
         parser.add_argument(
             "--save_pretrained", type=str | None, default=None, help="write the trained model here in Hub layout"
         )
@@ -138,38 +146,41 @@ def _cli(args: Sequence[str]) -> DPZooCLI:
     )
 
 
-def _trainer_callbacks(cli: DPZooCLI) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    """The recipe's privacy budgets (DPCallback or PACPrivacy), its other callbacks, and the other Trainer
-    arguments."""
+def _trainer_callbacks(cli: DPZooCLI) -> tuple[list[Any], dict[str, Any]]:
+    """The recipe's trainer callbacks and its other Trainer arguments. A budget among the callbacks is a
+    recipe written before budgets had their own block: refused, saying how to move it."""
     options = dict(cli.config_init["trainer"])
     callbacks = list(options.pop("callbacks", None) or [])
-    budgets = [c for c in callbacks if isinstance(c, (DPCallback, PACPrivacy))]
-    return budgets, [c for c in callbacks if not isinstance(c, (DPCallback, PACPrivacy))], options
-
-
-def _budget_and_trainer_options(cli: DPZooCLI) -> tuple[DPCallback | PACPrivacy, list[Any], dict[str, Any]]:
-    """The recipe's budget (a DPCallback, or PACPrivacy for a PAC-private method), its other callbacks,
-    and the other Trainer arguments."""
-    budgets, callbacks, options = _trainer_callbacks(cli)
-    if len(budgets) != 1:
+    if any(isinstance(c, DPCallback) for c in callbacks):
         raise PrivacyConfigError(
-            "dpzoo fit trains privately: the recipe's trainer.callbacks must hold one zoo.privacy.DPCallback "
-            f"(or zoo.privacy.pac.PACPrivacy), the privacy budget of the whole plan; found {len(budgets)}."
-        )
-    return budgets[0], callbacks, options
-
-
-def _public_trainer_options(cli: DPZooCLI) -> tuple[list[Any], dict[str, Any]]:
-    """A recipe whose data is declared public (``zoo.data.PublicData``) pretrains without noise: a budget
-    in it would mean the recipe thinks it spends one."""
-    budgets, callbacks, options = _trainer_callbacks(cli)
-    if budgets:
-        raise PrivacyConfigError(
-            "the recipe's data is declared public (zoo.data.PublicData): public pretraining spends no budget, so "
-            "its trainer.callbacks must not hold a DPCallback; train on private data in a second recipe "
-            "(--init_from the pretrained model)"
+            "the recipe names its budget as a DPCallback in trainer.callbacks; recipes now give it a top-level "
+            "block instead: move the callback's init_args under `privacy:` with `class_path: zoo.privacy.DPBudget` "
+            "(see any recipe in configs/)"
         )
     return callbacks, options
+
+
+def _budget(cli: DPZooCLI) -> Budget:
+    """The recipe's ``privacy:`` block, the budget of the whole plan."""
+    budget = cli.config_init.get("privacy")
+    if not isinstance(budget, Budget):
+        raise PrivacyConfigError(
+            "dpzoo fit trains privately: the recipe needs a top-level `privacy:` block naming the budget of the "
+            "whole plan (class_path: zoo.privacy.DPBudget with init_args target_epsilon, delta, ...; or "
+            "zoo.privacy.PACBudget)"
+        )
+    return budget
+
+
+def _check_no_budget(cli: DPZooCLI) -> None:
+    """A recipe whose data is declared public (``zoo.data.PublicData``) pretrains without noise: a budget
+    in it would mean the recipe thinks it spends one."""
+    if cli.config_init.get("privacy") is not None:
+        raise PrivacyConfigError(
+            "the recipe's data is declared public (zoo.data.PublicData): public pretraining spends no budget, so "
+            "it must not have a `privacy:` block; train on private data in a second recipe (--init_from the "
+            "pretrained model)"
+        )
 
 
 def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
@@ -177,10 +188,11 @@ def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
     cli = _cli(argv)
     options = cli.config
     public = isinstance(cli.datamodule, PublicData)
+    callbacks, trainer_options = _trainer_callbacks(cli)
     if public:
-        callbacks, trainer_options = _public_trainer_options(cli)
+        _check_no_budget(cli)
     else:
-        privacy, callbacks, trainer_options = _budget_and_trainer_options(cli)
+        budget = _budget(cli)
     if options.get("save_pretrained"):
         check_save_target(options["save_pretrained"], overwrite=options.get("overwrite", False))
     model = _model_for_data(cli.model, cli.datamodule, options.get("per_class") or 0, command_line_keys(argv))
@@ -190,7 +202,7 @@ def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
         pretrain_public(model, cli.datamodule, callbacks=callbacks, **trainer_options)
     else:
         ckpt_path = options.get("ckpt_path")
-        train(model, cli.datamodule, privacy, callbacks=callbacks, ckpt_path=ckpt_path, **trainer_options)
+        train(model, cli.datamodule, budget, callbacks=callbacks, ckpt_path=ckpt_path, **trainer_options)
     if options.get("save_pretrained"):
         configs = [str(c) for c in options.get("config") or []]
         recipe = {

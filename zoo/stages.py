@@ -5,14 +5,14 @@ parts trained on disjoint data (one model per class), its parts (``training_part
 :func:`train` runs them in order:
 
 - :class:`Release` (B1): a statistic of the private data released once by the Gaussian
-  mechanism, through a :class:`ReleaseBudget` that enters it in the ledger;
-- :class:`PrivateSteps`: a Lightning fit under DPCallback on the private data (B2/B3/B4);
+  mechanism, through the plan's :class:`~zoo.privacy.DPBudget`, which enters it in the ledger;
+- :class:`PrivateSteps`: a Lightning fit under the budget's DPCallback on the private data (B2/B3/B4);
 - :class:`PublicSteps`: a Lightning fit that never reads the private data (post-processing,
   e.g. fitting a generator to a released statistic); its steps receive their index only;
 - :class:`HelperSteps`: a fit that trains never-released helpers on the private data without
   DP (their cost is accounted when private steps query them); the released modules must not change;
 - :class:`PACRelease`: a mechanism's output released with noise calibrated by PAC privacy under a
-  :class:`~zoo.privacy.pac.PACPrivacy` budget. A plan is either DP or PAC, never both.
+  :class:`~zoo.privacy.PACBudget`. A plan is either DP or PAC, never both.
 
 Public pretraining is a plan of its own (:func:`pretrain_public`, a method's ``public_stages``):
 :class:`PublicStatistic` and :class:`PublicSteps` on data the user declared public
@@ -24,7 +24,7 @@ the private data itself, each helper its own part (GS-WGAN's critics), so its st
 index and ``trainer.datamodule.private`` is the datamodule (:class:`StepIndexData`).
 
 σ is calibrated for the whole plan: stages with a fixed σ come first and the one calibrated
-stage (a Release with ``calibrated=True``, or PrivateSteps under a DPCallback with a target ε)
+stage (a Release with ``calibrated=True``, or PrivateSteps under a DPBudget with a target ε)
 comes last among the stages that spend budget, so it is calibrated against everything else.
 Every Lightning checkpoint of a stage records which stage it is; ``train(..., ckpt_path=...)``
 skips the stages before it and resumes that one.
@@ -46,59 +46,45 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from zoo.data.public import PublicData
-from zoo.privacy import DPCallback, PrivacyConfigError, PrivacyLedger
-from zoo.privacy.callback import STAGE_KEY
+from zoo.privacy import Budget, DPBudget, DPCallback, PACBudget, PrivacyConfigError, PrivacyLedger
+from zoo.privacy.callback import CHECKPOINT_KEY
 from zoo.privacy.ledger import PublicDataUse
-from zoo.privacy.pac import PACPrivacy
+
+#: where a Lightning checkpoint records the stage it was written in
+STAGE_KEY = "dpzoo_stage"
 
 
-def _named_dataset(datamodule: Any) -> str:
-    dataset_id = getattr(datamodule, "dataset_id", None)
-    if dataset_id is None:
-        raise PrivacyConfigError(f"{type(datamodule).__name__} has no dataset_id: the ledger must name the data")
-    return dataset_id
+class PrivacyLedgerMixin:
+    """For a LightningModule trained in stages: every checkpoint carries the privacy ledger and the
+    stage it was written in, and ``load_from_checkpoint`` brings the ledger back with the weights,
+    so further training on the same data composes with what was spent instead of starting from
+    ε = 0 (``fit(ckpt_path=...)`` restores it too, also for stages without a DPCallback)."""
 
+    #: set by :func:`train` while a stage runs: {"part", "stage", "name"}
+    training_stage: dict[str, Any] | None = None
+    #: what the model's training spent, and on which data; None until a plan, a load or a checkpoint sets it
+    privacy_ledger: PrivacyLedger | None = None
 
-class ReleaseBudget:
-    """What a Release stage may spend: one-shot releases of statistics of one private dataset."""
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self.privacy_ledger is not None:
+            checkpoint.setdefault(CHECKPOINT_KEY, self.privacy_ledger.to_dict())
+        if self.training_stage is not None:
+            checkpoint[STAGE_KEY] = dict(self.training_stage)
 
-    def __init__(self, privacy: DPCallback, ledger: PrivacyLedger, datamodule: Any) -> None:
-        self.privacy, self.ledger = privacy, ledger
-        self.dataset_id = _named_dataset(datamodule)
-        self.partition_of = getattr(datamodule, "partition_of", None)
-
-    @property
-    def delta(self) -> float:
-        return self.privacy.delta
-
-    def release(
-        self,
-        statistic: Tensor,
-        l2_sensitivity: float,
-        dataset_size: int,
-        noise_multiplier: float | None = None,
-        note: str = "",
-    ) -> Tensor:
-        """``statistic`` + N(0, (σ·Δ₂)²), entered in the ledger; σ fixed, or calibrated from the budget when None."""
-        return self.privacy.release(
-            statistic,
-            l2_sensitivity,
-            ledger=self.ledger,
-            dataset_id=self.dataset_id,
-            dataset_size=dataset_size,
-            partition_of=self.partition_of,
-            noise_multiplier=noise_multiplier,
-            note=note,
-        )
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        stored = checkpoint.get(CHECKPOINT_KEY)
+        if stored is not None:
+            self.privacy_ledger = PrivacyLedger.from_dict(stored)
 
 
 @dataclass(frozen=True)
 class Release:
     """B1: ``run(datamodule, budget)`` computes statistics of the private data and releases each
-    through ``budget.release``. ``calibrated``: σ comes from the budget (else the stage fixes it)."""
+    through ``budget.release`` (a :class:`~zoo.privacy.DPBudget`). ``calibrated``: σ comes from the
+    budget (else the stage fixes it)."""
 
     name: str
-    run: Callable[[Any, ReleaseBudget], None]
+    run: Callable[[Any, DPBudget], None]
     calibrated: bool = False
 
 
@@ -142,26 +128,10 @@ class HelperSteps:
 @dataclass(frozen=True)
 class PACRelease:
     """``run(datamodule, budget)`` releases a mechanism's output through ``budget.release`` (a
-    :class:`~zoo.privacy.pac.PACPrivacy`), which calibrates the noise and enters it in the ledger."""
+    :class:`~zoo.privacy.PACBudget`), which calibrates the noise and enters it in the ledger."""
 
     name: str
     run: Callable[[Any, PACBudget], None]
-
-
-class PACBudget:
-    """What a PACRelease stage may do: release through the plan's PACPrivacy into the model's ledger."""
-
-    def __init__(self, privacy: PACPrivacy, ledger: PrivacyLedger, datamodule: Any) -> None:
-        self.privacy, self.ledger = privacy, ledger
-        self.dataset_id = _named_dataset(datamodule)
-
-    def release(
-        self, mechanism: Callable[[Tensor], Tensor], pool_size: int, squared_diameter: float, note: str = ""
-    ) -> Tensor:
-        """M(X) + B for a random subset X of the pool (``zoo.privacy.pac``), entered in the ledger."""
-        noisy, entry = self.privacy.release(mechanism, pool_size, squared_diameter, self.dataset_id, note)
-        self.ledger.pac_releases.append(entry)
-        return noisy
 
 
 class StepIndexData(pl.LightningDataModule):
@@ -188,25 +158,32 @@ class StepIndexData(pl.LightningDataModule):
 
 
 Stage = Release | PrivateSteps | PublicSteps | HelperSteps | PACRelease | PublicStatistic
-Budget = DPCallback | PACPrivacy
 
 
 def train(
     model: Any,
     datamodule: Any,
-    privacy: Budget,
+    budget: Budget,
     *,
     callbacks: Sequence[pl.Callback] = (),
     ckpt_path: str | None = None,
     **trainer_options: Any,
 ) -> Any:
-    """Run ``model``'s stages on ``datamodule`` (each part on its own data) with one ledger.
+    """Run ``model``'s stages on ``datamodule`` (each part on its own data) with one ledger and one budget.
 
-    ``privacy`` holds the budget (a DPCallback, or PACPrivacy for a PAC-private plan); each private
-    stage gets a fresh copy of a DPCallback. ``callbacks`` and ``trainer_options`` (``max_steps``,
-    ``accelerator``, ...) build each stage's Trainer."""
-    if not isinstance(privacy, (DPCallback, PACPrivacy)):
-        raise PrivacyConfigError("train needs the privacy budget as a zoo.privacy.DPCallback (or PACPrivacy)")
+    ``budget`` (a :class:`~zoo.privacy.DPBudget`, or a :class:`~zoo.privacy.PACBudget` for a PAC-private
+    plan) spends into the model's ledger; each private stage runs under ``budget.callback()``, and afterwards
+    ``budget.ledger`` and ``budget.epsilon`` are the plan's. ``callbacks`` and ``trainer_options``
+    (``max_steps``, ``accelerator``, ...) build each stage's Trainer."""
+    if isinstance(budget, DPCallback):
+        raise PrivacyConfigError(
+            "train takes the plan's budget, zoo.privacy.DPBudget(...) with the same arguments: a DPCallback is "
+            "one stage's Lightning callback (train builds one per private stage from the budget)"
+        )
+    if not isinstance(budget, Budget):
+        raise PrivacyConfigError(
+            f"train needs the plan's budget as a zoo.privacy.DPBudget (or PACBudget), got {type(budget).__name__}"
+        )
     if not isinstance(getattr(model, "privacy_ledger", None), PrivacyLedger):
         model.privacy_ledger = PrivacyLedger()
     parts = model.training_parts(datamodule)
@@ -218,14 +195,15 @@ def train(
         )
     for part_index, (part, data) in enumerate(parts):
         part.privacy_ledger = model.privacy_ledger  # one ledger: every part's entries land in the model's
+        budget.bind(model.privacy_ledger, getattr(data, "dataset_id", None), getattr(data, "partition_of", None))
         stages = part.stages(data)
-        check_plan(stages, privacy)
+        check_plan(stages, budget)
         for index, stage in enumerate(stages):
             if resume is not None and index < resume:
                 continue
             part.training_stage = {"part": part_index, "stage": index, "name": stage.name}
             resume_here = ckpt_path if resume == index else None
-            _run(stage, part, data, privacy, list(callbacks), trainer_options, resume_here)
+            _run(stage, part, data, budget, list(callbacks), trainer_options, resume_here)
         part.training_stage = None
     return model
 
@@ -262,7 +240,7 @@ def pretrain_public(
     return model
 
 
-def check_plan(stages: Sequence[Stage], privacy: Budget) -> None:
+def check_plan(stages: Sequence[Stage], budget: Budget) -> None:
     """A PAC budget runs PAC releases only and a DP budget never runs one; at most one calibrated
     stage, and no stage after it spends budget: it is calibrated against everything else the plan spends.
     Statistics of public data belong to public pretraining (``pretrain_public``), not to a private plan."""
@@ -270,20 +248,20 @@ def check_plan(stages: Sequence[Stage], privacy: Budget) -> None:
     if public:
         raise PrivacyConfigError(f"stages {public} read public data: run them with pretrain_public")
     pac_stages = [s.name for s in stages if isinstance(s, PACRelease)]
-    if isinstance(privacy, PACPrivacy):
+    if isinstance(budget, PACBudget):
         spending = [s.name for s in stages if isinstance(s, (Release, PrivateSteps, HelperSteps))]
         if spending or not pac_stages:
             raise PrivacyConfigError(
-                f"a PACPrivacy budget runs PAC releases only; this plan has {spending or 'no PAC release'}: "
-                "train it under a DPCallback"
+                f"a PACBudget runs PAC releases only; this plan has {spending or 'no PAC release'}: "
+                "train it under a DPBudget"
             )
         return
     if pac_stages:
         raise PrivacyConfigError(
-            f"stages {pac_stages} release under PAC privacy: give the plan a zoo.privacy.pac.PACPrivacy budget, "
-            "not a DPCallback (the two notions never compose)"
+            f"stages {pac_stages} release under PAC privacy: give the plan a zoo.privacy.PACBudget, "
+            "not a DPBudget (the two notions never compose)"
         )
-    calibrated = [i for i, s in enumerate(stages) if _calibrated(s, privacy)]
+    calibrated = [i for i, s in enumerate(stages) if _calibrated(s, budget)]
     spending = [i for i, s in enumerate(stages) if isinstance(s, (Release, PrivateSteps))]
     if len(calibrated) > 1:
         names = [stages[i].name for i in calibrated]
@@ -295,10 +273,10 @@ def check_plan(stages: Sequence[Stage], privacy: Budget) -> None:
         )
 
 
-def _calibrated(stage: Stage, privacy: Budget) -> bool:
+def _calibrated(stage: Stage, budget: DPBudget) -> bool:
     if isinstance(stage, Release):
         return stage.calibrated
-    return isinstance(stage, PrivateSteps) and privacy.target_epsilon is not None
+    return isinstance(stage, PrivateSteps) and budget.target_epsilon is not None
 
 
 def _resume_point(ckpt_path: str | None) -> int | None:
@@ -314,16 +292,13 @@ def _run(
     stage: Stage,
     model: Any,
     datamodule: Any,
-    privacy: Any,
+    budget: Budget | None,
     callbacks: list[pl.Callback],
     options: dict[str, Any],
     ckpt_path: str | None,
 ) -> None:
-    if isinstance(stage, PACRelease):
-        stage.run(datamodule, PACBudget(privacy, model.privacy_ledger, datamodule))
-        return
-    if isinstance(stage, Release):
-        stage.run(datamodule, ReleaseBudget(privacy, model.privacy_ledger, datamodule))
+    if isinstance(stage, (Release, PACRelease)):
+        stage.run(datamodule, budget)
         return
     if stage.max_steps is not None:
         options = {**options, "max_steps": stage.max_steps}
@@ -334,7 +309,7 @@ def _run(
     if stage.through_helpers:
         datamodule = StepIndexData(datamodule, _planned_steps(stage, options))
     if isinstance(stage, PrivateSteps):
-        pl.Trainer(callbacks=[*callbacks, privacy.copy()], **options).fit(model, datamodule, ckpt_path=ckpt_path)
+        pl.Trainer(callbacks=[*callbacks, budget.callback()], **options).fit(model, datamodule, ckpt_path=ckpt_path)
     else:
         released = _released_state(model)
         pl.Trainer(callbacks=callbacks, **options).fit(model, datamodule, ckpt_path=ckpt_path)

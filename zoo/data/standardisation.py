@@ -20,7 +20,7 @@ from zoo.privacy.mechanisms import scale_rows_to_unit_ball
 from zoo.privacy.validation import check_positive
 
 if TYPE_CHECKING:
-    from zoo.stages import ReleaseBudget
+    from zoo.privacy import DPBudget
 
 #: smallest released std, as a fraction of the clip bound: the noisy second moment can fall
 #: below the squared mean, and a zero scale would make the density degenerate
@@ -48,7 +48,7 @@ def private_standardisation(
     table: Tensor,
     clip_bound: float,
     noise_multiplier: float,
-    budget: ReleaseBudget,
+    budget: DPBudget,
     purpose: str = "standardisation",
 ) -> Standardisation:
     """Mean and std of ``table`` (rows × features) with Gaussian noise, released through ``budget``."""

@@ -19,7 +19,7 @@ from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_positive, check_sample_rate
 
 if TYPE_CHECKING:
-    from zoo.stages import ReleaseBudget
+    from zoo.privacy import DPBudget
 
 STANDARDISATIONS = ("private", "public")
 #: how a dataset id names the validation rows held out of the training rows
@@ -46,7 +46,7 @@ class TableDataModule(pl.LightningDataModule):
     ``standardisation="private"`` releases mean and std with the Gaussian mechanism on
     rows clipped to L2 norm ``clip_bound`` (a public bound on the rows' norms) at
     ``standardisation_noise_multiplier``; the model adds the entry to its ledger and
-    DPCallback calibrates DP-SGD's σ so that both together meet the target ε.
+    the budget calibrates DP-SGD's σ so that both together meet the target ε.
     ``"public"`` uses the exact statistics, outside the guarantee (the card says so).
     """
 
@@ -117,7 +117,7 @@ class TableDataModule(pl.LightningDataModule):
         self.validation_rows = table[rest[order[:validation_size]]].float()
         self.train_rows = table[rest[order[validation_size:]]].float()
 
-    def standardisation(self, budget: ReleaseBudget) -> Standardisation:
+    def standardisation(self, budget: DPBudget) -> Standardisation:
         """The standardisation of the private rows: released through ``budget`` ("private") or exact ("public")."""
         self.setup()
         if self.standardisation_kind == "public":

@@ -3,7 +3,7 @@
 from zoo.metrics.audit import membership_audit
 from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
-from zoo.metrics.evaluate import METRICS, card_results, evaluate
+from zoo.metrics.evaluate import METRICS, evaluate
 from zoo.metrics.fidelity import FeatureWeightsUnavailable, fidelity_metrics
 from zoo.metrics.records import record_evaluation
 
@@ -11,7 +11,6 @@ __all__ = [
     "CLASSIFIERS",
     "METRICS",
     "FeatureWeightsUnavailable",
-    "card_results",
     "classifier_accuracy_on_synthetic",
     "evaluate",
     "fidelity_metrics",

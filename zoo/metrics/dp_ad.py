@@ -38,12 +38,29 @@ def exponential_mechanism_votes(
     return uniform < probability_anomaly
 
 
+class StandardisedFlow(torch.nn.Module):
+    """DP-NF's default MAF (5 blocks of width 100, ActNorm) on rows standardised by one part's own mean and
+    std, trained without privacy: a voter, not a release."""
+
+    def __init__(self, mean: Tensor, std: Tensor) -> None:
+        from lightning_modules.nets.maf import MAF  # lightning_modules imports zoo, which imports this module
+
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+        self.flow = MAF(len(mean), blocks=5, hidden=100, actnorm=True, prior_components=0)
+
+    def log_prob(self, x: Tensor) -> Tensor:
+        """Log-density of each row in the table's units."""
+        return self.flow.log_prob((x - self.mean) / self.std) - self.std.log().sum()
+
+
 @dataclass
 class PartitionVoters:
     """The k flows of sample-and-aggregate, the log-likelihood threshold of each, and the part
     each training row was assigned to."""
 
-    flows: list[Any]
+    flows: list[StandardisedFlow]
     thresholds: Tensor
     assignment: Tensor
 
@@ -67,7 +84,6 @@ def fit_partition_voters(
 
     Rows go to parts by ``assign_parts`` (a fresh secret key unless ``partition_key``);
     ``seed`` fixes the flows' initialisation and mini-batches."""
-    from lightning_modules.dp_nf import DPNF  # lightning_modules imports zoo, which imports this module
 
     generator = torch.Generator().manual_seed(seed)
     assignment = assign_parts(rows, parts, partition_key)
@@ -78,12 +94,12 @@ def fit_partition_voters(
             raise ValueError(f"DP-AD part {part} holds {len(data)} rows; use fewer parts for {len(rows)} rows")
         with torch.random.fork_rng():  # seeded initialisation without touching the caller's RNG
             torch.manual_seed(seed + len(flows))
-            flow = DPNF(rows.shape[1], feature_mean=data.mean(0).tolist(), feature_std=data.std(0).tolist())
+            flow = StandardisedFlow(data.mean(0), data.std(0))
         optimizer = torch.optim.Adam(flow.parameters(), lr=1e-3)
         for _ in range(steps):
             optimizer.zero_grad()
             batch = data[torch.randint(len(data), (batch_size,), generator=generator)]
-            (-flow.log_density(batch).mean()).backward()
+            (-flow.log_prob(batch).mean()).backward()
             optimizer.step()
         with torch.no_grad():
             thresholds.append(torch.quantile(flow.eval().log_prob(data), quantile))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.cards import model_card
+from zoo.cards import card_results, model_card
 from zoo.layout import CARD_NAME, default_load_name, load_config, write_config
-from zoo.metrics.evaluate import card_results
+from zoo.metrics.datasets import evaluator_for
 from zoo.metrics.publication import check_publishable
 
 
@@ -24,7 +24,7 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
         picture.save(directory / name)
     config["evaluation"] = {
         "command": command,
-        "results": card_results(evaluation, evaluation["dataset"]),
+        "results": card_results(evaluation, evaluation["dataset"], evaluator_for(evaluation["dataset"]).task_type),
         "details": evaluation,
         "figures": list(figures),
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import Enum
+from typing import Any
 
 from torch import nn
 
@@ -40,3 +41,27 @@ def declared_private_modules(module: object) -> Sequence[nn.Module]:
             "returning the modules trained on private data."
         )
     return list(method())
+
+
+def check_finetunable(model: Any) -> None:
+    """Fine-tuning needs every module the barrier privatises to be in the release."""
+    barrier = PrivacyBarrier(model.privacy_barrier)
+    if barrier in (PrivacyBarrier.ONE_SHOT_RELEASE, PrivacyBarrier.SUBSAMPLED_RELEASE):
+        return  # the new data gets its own releases; the released generator is refitted from its weights
+    if barrier == PrivacyBarrier.PAC_NOISED_OUTPUT:
+        raise PrivacyConfigError(
+            f"{model.method} releases a PAC-noised output and no trained network; there is nothing to continue "
+            "training. Run its recipe on the new data (its own PAC release)."
+        )
+    if barrier not in (PrivacyBarrier.PRIVATE_MODEL, PrivacyBarrier.PRIVATE_CRITIC):
+        raise PrivacyConfigError(
+            f"{model.method} uses barrier {barrier.value}: its private step needs modules that are never released "
+            f"({', '.join(model.never_released) or 'the critics'}), so a checkpoint cannot be fine-tuned privately."
+        )
+    released = {id(m) for name in model.released_modules for m in getattr(model, name).modules()}
+    missing = [type(m).__name__ for m in model.private_modules() if id(m) not in released]
+    if missing:
+        raise PrivacyConfigError(
+            f"{model.method} trains {missing} privately but does not release them; it cannot be fine-tuned "
+            "from a checkpoint."
+        )

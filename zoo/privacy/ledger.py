@@ -146,6 +146,17 @@ class PrivacyLedger:
             for root, s in roots.items()
         }
 
+    def worst_guarantee(self) -> dict[str, Any] | None:
+        """The guarantee (``guarantees``) with the largest ε: what the whole ledger promises; None when empty."""
+        return max(self.guarantees().values(), key=lambda g: g["epsilon"], default=None)
+
+    def main_entry(self) -> LedgerEntry:
+        """The plan's main mechanism: the first one calibrated to a target ε (else the last one), not a
+        fixed-σ preparation before it."""
+        if not self.entries:
+            raise KeyError("the ledger has no (ε, δ) entry")
+        return next((e for e in self.entries if e.target_epsilon is not None), self.entries[-1])
+
     @property
     def notion(self) -> str:
         """The ledger's notion: dp or pac, or public when the model has seen declared-public data only; a

@@ -38,13 +38,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytorch_lightning as pl
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
 from zoo.privacy.errors import PrivacyConfigError
-from zoo.privacy.randomness import private_generator
 
 NOTION = "PAC privacy (mutual information)"
 
@@ -136,55 +134,42 @@ class PACEntry:
         return dataclasses.asdict(self)
 
 
-class PACPrivacy(pl.Callback):
-    """The budget of a PAC-private plan (in a recipe's ``trainer.callbacks``, where a DP plan has its DPCallback):
-    ``mi_bound`` nats with probability ``confidence``, from ``mc_runs`` runs on subsets kept at ``subset_rate``."""
+def pac_release(
+    mechanism: Callable[[Tensor], Tensor],
+    pool_size: int,
+    squared_diameter: float,
+    dataset_id: str,
+    *,
+    mi_bound: float,
+    confidence: float,
+    mc_runs: int,
+    subset_rate: float,
+    generator: torch.Generator,
+    note: str = "",
+) -> tuple[Tensor, PACEntry]:
+    """M(X) + B for a fresh subset X of the pool (each record kept at ``subset_rate``), B calibrated by the
+    theorem of this module on ``mc_runs`` other subsets, and its ledger record.
 
-    def __init__(
-        self,
-        mi_bound: float,
-        confidence: float = 0.95,
-        mc_runs: int = 16,
-        subset_rate: float = 0.5,
-        seed: int | None = None,
-    ) -> None:
-        check_pac_settings(mi_bound, confidence, mc_runs)
-        if not 0 < subset_rate < 1:
-            raise PrivacyConfigError(f"subset_rate must lie strictly between 0 and 1, got {subset_rate!r}")
-        self.mi_bound, self.confidence, self.mc_runs, self.subset_rate = mi_bound, confidence, mc_runs, subset_rate
-        self.seed = seed  # tests only: subsets and noise from OS entropy otherwise
+    ``mechanism`` maps a boolean mask over the pool to a flat output; it must be deterministic given the mask."""
 
-    def release(
-        self,
-        mechanism: Callable[[Tensor], Tensor],
-        pool_size: int,
-        squared_diameter: float,
-        dataset_id: str,
-        note: str = "",
-    ) -> tuple[Tensor, PACEntry]:
-        """M(X) + B for a fresh subset X of the pool, B calibrated on ``mc_runs`` other subsets.
+    def run() -> Tensor:
+        mask = torch.rand(pool_size, generator=generator) < subset_rate
+        return mechanism(mask).detach().flatten().cpu()
 
-        ``mechanism`` maps a boolean mask over the pool to a flat output; it must be deterministic given the mask."""
-        generator = private_generator(self.seed)
-
-        def run() -> Tensor:
-            mask = torch.rand(pool_size, generator=generator) < self.subset_rate
-            return mechanism(mask).detach().flatten().cpu()
-
-        outputs = torch.stack([run() for _ in tqdm(range(self.mc_runs), desc="PAC Monte-Carlo runs")])
-        calibration = calibrate_isotropic_noise(outputs, self.mi_bound, self.confidence, squared_diameter)
-        released = run()
-        noisy = released + calibration.noise_std * torch.randn(released.shape, generator=generator)
-        record = PACEntry(
-            mechanism="isotropic Gaussian noise calibrated by PAC privacy (Xiao & Devadas 2023), Hoeffding confidence",
-            dataset_id=dataset_id,
-            dataset_size=pool_size,
-            subset_rate=self.subset_rate,
-            mean_noise_norm=calibration.mean_noise_norm,
-            note=note,
-            **dataclasses.asdict(calibration),
-        )
-        return noisy, record
+    outputs = torch.stack([run() for _ in tqdm(range(mc_runs), desc="PAC Monte-Carlo runs")])
+    calibration = calibrate_isotropic_noise(outputs, mi_bound, confidence, squared_diameter)
+    released = run()
+    noisy = released + calibration.noise_std * torch.randn(released.shape, generator=generator)
+    record = PACEntry(
+        mechanism="isotropic Gaussian noise calibrated by PAC privacy (Xiao & Devadas 2023), Hoeffding confidence",
+        dataset_id=dataset_id,
+        dataset_size=pool_size,
+        subset_rate=subset_rate,
+        mean_noise_norm=calibration.mean_noise_norm,
+        note=note,
+        **dataclasses.asdict(calibration),
+    )
+    return noisy, record
 
 
 def describe_pac(record: dict[str, Any] | PACEntry) -> str:

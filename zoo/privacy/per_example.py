@@ -21,7 +21,8 @@ norm already sums over exactly).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -114,21 +115,16 @@ class GhostClipping:
 
     @staticmethod
     def unsupported_layers(modules: Sequence[nn.Module]) -> set[str]:
+        """Parametrised layers with no rule (``GHOST_RULES``, by exact type: a subclass may change the
+        gradient) or whose rule does not take their settings; row-wise layers capture their own rows."""
         unsupported = set()
         for module in modules:
             for layer in module.modules():
-                if not list(layer.parameters(recurse=False)):
+                if not list(layer.parameters(recurse=False)) or isinstance(layer, RowwiseParameters):
                     continue
-                if type(layer) in (nn.Linear, MaskedLinear) or isinstance(layer, RowwiseParameters):
-                    continue  # other Linear subclasses may change the gradient
-                if (
-                    type(layer) is nn.Conv2d
-                    and layer.groups == 1
-                    and not isinstance(layer.padding, str)
-                    and layer.padding_mode == "zeros"
-                ):
-                    continue
-                unsupported.add(type(layer).__name__)
+                rule = GHOST_RULES.get(type(layer))
+                if rule is None or not rule.supports(layer):
+                    unsupported.add(type(layer).__name__)
         return unsupported
 
     def _capture(self, layer: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> None:
@@ -181,17 +177,13 @@ class GhostClipping:
     def squared_norms(self) -> Tensor:
         terms = [grads.flatten(1).square().sum(1) for _, grads in self._rows()]
         for layer, a, g in self._pairs():
-            norms = self._linear_norms if isinstance(layer, nn.Linear) else self._conv_norms
-            terms.append(norms(layer, a, g))
+            terms.append(GHOST_RULES[type(layer)].norms(self, layer, a, g))
         return torch.stack(terms).sum(0) if terms else torch.zeros(0)
 
     def weighted_sum(self, weights: Tensor) -> list[Tensor]:
         sums: dict[nn.Parameter, Tensor] = {p: torch.einsum("b,b...->...", weights, g) for p, g in self._rows()}
         for layer, a, g in self._pairs():
-            if isinstance(layer, nn.Linear):
-                sums.update(self._linear_sums(layer, a, g, weights))
-            else:
-                sums.update(self._conv_sums(layer, a, g, weights))
+            sums.update(GHOST_RULES[type(layer)].sums(self, layer, a, g, weights))
         return [sums.get(p, torch.zeros_like(p)) for p in self.params]
 
     def _linear_sums(self, layer: nn.Linear, a: Tensor, g: Tensor, weights: Tensor) -> dict[nn.Parameter, Tensor]:
@@ -313,6 +305,30 @@ class GhostClipping:
             handle.remove()
         for layer in self.rowwise_layers:
             layer.row_capture = None
+
+
+@dataclass(frozen=True)
+class GhostRule:
+    """Ghost clipping for one layer type, as Opacus registers a grad sampler per type: the per-example
+    squared gradient norms and the weighted gradient sums from a layer's captured inputs ``a`` and
+    output gradients ``g``, and which settings of the layer the rule is exact for."""
+
+    norms: Callable[[GhostClipping, nn.Module, Tensor, Tensor], Tensor]
+    sums: Callable[[GhostClipping, nn.Module, Tensor, Tensor, Tensor], dict[nn.Parameter, Tensor]]
+    supports: Callable[[nn.Module], bool] = lambda layer: True
+
+
+def _plain_convolution(layer: nn.Conv2d) -> bool:
+    return layer.groups == 1 and not isinstance(layer.padding, str) and layer.padding_mode == "zeros"
+
+
+_LINEAR = GhostRule(GhostClipping._linear_norms, GhostClipping._linear_sums)
+#: the exact rule of each layer type ghost clipping supports (row-wise parameters capture their rows instead)
+GHOST_RULES: dict[type[nn.Module], GhostRule] = {
+    nn.Linear: _LINEAR,
+    MaskedLinear: _LINEAR,  # the same rule: its per-example weight gradient is (δ aᵀ) ⊙ M
+    nn.Conv2d: GhostRule(GhostClipping._conv_norms, GhostClipping._conv_sums, _plain_convolution),
+}
 
 
 class OpacusGradSample:

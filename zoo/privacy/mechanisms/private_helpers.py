@@ -4,10 +4,11 @@
 Theorem (add/remove-one neighbouring datasets, N and K public). The K parts come from
 ``zoo.privacy.partition.assign_parts``: each record's part depends on that record alone, so
 adding or removing a record changes one part k and nothing else. The helpers train on a public
-schedule: private step t first trains helper t mod K on its own part, with randomness seeded
-from t alone, against the released model of the previous steps; then it queries one helper J_t
-drawn uniformly at random from secret randomness that nothing else reads, clips each of the B
-terms it computes through helper J_t to C, and adds fresh N(0, σ²C²) noise. So
+schedule: private step t first trains helpers t·m, …, t·m + m − 1 (mod K, m public), each on its
+own part, with randomness seeded from t alone, against the released model of the previous steps;
+then it queries one helper J_t drawn uniformly at random from secret randomness that nothing else
+reads, clips each of the B terms it computes through helper J_t to C, and adds fresh N(0, σ²C²)
+noise. So
 
 * helper j's state before step t is a function of part j, the earlier outputs and public values
   only: for j ≠ k it is the same under both neighbours, given the same earlier outputs;

@@ -5,9 +5,9 @@ import torch
 from torch.utils.data import TensorDataset
 
 from lightning_modules import DPLFlow, PerClassModel
-from tests.test_hub import TINY
-from tests.test_zoo_api import FIT_RECIPE
 from tests.toys import ToyData, tiny_trainer
+from tests.zoo.test_hub import TINY
+from tests.zoo.test_zoo_api import FIT_RECIPE
 from zoo.cli import main
 from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPCallback, PrivacyConfigError

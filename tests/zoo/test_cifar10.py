@@ -14,7 +14,7 @@ from dp_accounting import pld
 import zoo
 from tests.conftest import SHARED_DATA
 from tests.folders import write_image_folder
-from tests.test_checkpoints import SHIPPED
+from tests.zoo.test_checkpoints import SHIPPED
 from zoo.data import DataNotFoundError, ImageDataModule, load_images
 from zoo.data.images import TREE_CLASSES
 from zoo.registry import checkpoints_dir

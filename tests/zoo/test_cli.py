@@ -22,7 +22,7 @@ def test_fit_help_comes_from_lightning_cli(capsys):
 
 
 def test_bad_sample_count_is_a_plain_error(tmp_path, capsys):
-    from tests.test_hub import tiny_private_flow
+    from tests.zoo.test_hub import tiny_private_flow
     from zoo.hub import save_pretrained
 
     folder = save_pretrained(tiny_private_flow(), tmp_path / "m")

@@ -15,7 +15,7 @@ from lightning_modules.dp_kernel import DPKernel
 from lightning_modules.nets.random_features import fourier_features, mixture_frequencies
 from zoo.data import TensorDataModule
 from zoo.hub import save_pretrained
-from zoo.privacy import DPCallback, PrivacyConfigError
+from zoo.privacy import DPBudget, DPCallback, PrivacyConfigError
 from zoo.privacy.mechanisms import NoisedEmbedding
 from zoo.registry import checkpoints_dir
 from zoo.stages import train
@@ -89,7 +89,7 @@ def test_non_finite_features_are_refused_never_released_unnoised():
 def test_epsilon_recomputed_from_first_principles_by_a_second_accountant():
     """One Poisson-subsampled Gaussian per step at (σ, q): Google's PLD accountant agrees with the ledger."""
     model = tiny_model()
-    privacy = DPCallback(noise_multiplier=3.0, max_grad_norm=1.0, accountant="prv")
+    privacy = DPBudget(noise_multiplier=3.0, max_grad_norm=1.0, accountant="prv")
     train(model, toy_data(), privacy, max_steps=12, **QUIET)
     (entry,) = model.privacy_ledger.entries
     assert entry.mechanism == "subsampled_kernel_embedding" and entry.barrier == "B1'"
@@ -103,7 +103,7 @@ def test_epsilon_recomputed_from_first_principles_by_a_second_accountant():
 
 def test_training_calibrates_sigma_to_the_target_and_releases_only_the_generator(tmp_path):
     model = tiny_model()
-    train(model, toy_data(), DPCallback(target_epsilon=2.0), max_steps=5, **QUIET)
+    train(model, toy_data(), DPBudget(target_epsilon=2.0), max_steps=5, **QUIET)
     assert 1.9 < model.privacy_ledger.epsilon("toy-images", 1e-5, "prv") <= 2.0
     keys = load_file(str(save_pretrained(model, tmp_path / "m") / "model.safetensors")).keys()
     assert keys and all(k.startswith("generator.") for k in keys)
@@ -111,7 +111,7 @@ def test_training_calibrates_sigma_to_the_target_and_releases_only_the_generator
 
 def test_fine_tuning_on_new_data_adds_an_entry_and_keeps_the_old_one():
     model = tiny_model()
-    train(model, toy_data(), DPCallback(target_epsilon=2.0), max_steps=3, **QUIET)
+    train(model, toy_data(), DPBudget(target_epsilon=2.0), max_steps=3, **QUIET)
     new_images = torch.rand(80, 1, 8, 8, generator=torch.Generator().manual_seed(5))
     new_data = TensorDataModule(new_images, torch.arange(80) % 3, "new-images", sample_rate=0.25)
     zoo.finetune(model, new_data, target_epsilon=1.0, max_steps=3, **QUIET)
@@ -137,7 +137,7 @@ def test_a_step_that_releases_twice_is_refused():
         train(
             Twice(**DPKernel.tiny_recipe().architecture),
             toy_data(),
-            DPCallback(noise_multiplier=2.0),
+            DPBudget(noise_multiplier=2.0),
             max_steps=2,
             **QUIET,
         )
@@ -151,7 +151,7 @@ def test_a_plain_loader_and_training_without_the_callback_are_refused():
     trainer = pl.Trainer(max_steps=1, callbacks=[DPCallback(noise_multiplier=2.0)], **QUIET)
     with pytest.raises(PrivacyConfigError, match="Poisson"):
         trainer.fit(tiny_model(), loader)
-    with pytest.raises(PrivacyConfigError, match="only under DPCallback"):
+    with pytest.raises(PrivacyConfigError, match="only under a DPCallback"):
         pl.Trainer(max_steps=1, **QUIET).fit(tiny_model(), loader)
 
 

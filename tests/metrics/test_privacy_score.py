@@ -4,10 +4,11 @@ import pytest
 import torch
 from torch import Tensor
 
-from tests.test_cas import Replay
+from tests.metrics.test_cas import Replay
+from zoo.cards import card_results
 from zoo.cli import main
 from zoo.data import load_images
-from zoo.metrics import card_results, evaluate
+from zoo.metrics import evaluate
 from zoo.metrics.extractors import extractor_weights
 from zoo.metrics.privacy_score import privacy_score
 
@@ -84,7 +85,7 @@ def test_evaluate_scores_against_the_test_split_with_the_shipped_lenet(data_dir)
     report = evaluate(Replay(images[:2000], labels[:2000]), "mnist", metrics=("privacy_score_lenet",), num_samples=500)
     result = report["results"]["privacy_score_lenet"]
     assert 0 <= result["value"] < 0.1 and result["pairs"] == 500  # real digits sit among their own class
-    (entry,) = card_results(report, "MNIST")
+    (entry,) = card_results(report, "MNIST", "image-generation")
     assert "reference=mnist official test split (10000 images)" in entry["metric_config"]
     assert "lenet-mnist" in entry["metric_name"]
 

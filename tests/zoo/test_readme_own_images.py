@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.folders import write_image_folder
-from tests.test_own_images import TINY_LFLOW, TINY_MERF
+from tests.zoo.test_own_images import TINY_LFLOW, TINY_MERF
 from zoo.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHRINK = {
     "fit": ["--trainer.max_steps", "2", "--trainer.enable_progress_bar", "false"],
     "evaluate": ["--num-samples", "30", "--runs", "1", "--epochs", "1"],

@@ -1,12 +1,17 @@
-"""Training stops at the target ε, never beyond, and resuming continues the spent budget."""
+"""Training stops at the target ε, never beyond, resuming continues the spent budget, and the budget the
+user holds reports what the plan spent."""
 
 import pytest
 import torch
 from torch.utils.data import TensorDataset
 
 from tests.toys import TinyClassifier, ToyData, tiny_trainer, toy_images
-from zoo.privacy import DPCallback, PrivacyConfigError, epsilon_spent
+from zoo.privacy import DPBudget, DPCallback, PrivacyConfigError, epsilon_spent
 from zoo.privacy.callback import CHECKPOINT_KEY
+from zoo.registry import method_class
+from zoo.stages import train
+
+QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 
 DATA = toy_images(200)
 
@@ -108,7 +113,7 @@ def test_two_private_steps_on_one_batch_are_refused():
 
 def test_load_from_checkpoint_keeps_the_ledger_so_further_training_composes(tmp_path):
     from lightning_modules import DPLFlow
-    from tests.test_hub import TINY
+    from tests.zoo.test_hub import TINY
 
     images = TensorDataset(torch.rand(64, 1, 8, 8, generator=torch.Generator().manual_seed(0)), torch.zeros(64))
     first = DPCallback(noise_multiplier=1.2, max_grad_norm=0.1, accountant="rdp")
@@ -122,3 +127,23 @@ def test_load_from_checkpoint_keeps_the_ledger_so_further_training_composes(tmp_
     tiny_trainer([second], max_steps=6).fit(loaded, ToyData(images, 0.25, "same-data"))
     assert [e.steps for e in second.ledger.entries] == [6, 6]
     assert second.epsilon == pytest.approx(epsilon_spent([(1.2, 0.25, 12)], 1e-5, "rdp"))
+
+
+@pytest.mark.parametrize("method", ["dp-lflow", "dp-merf"])
+def test_the_budget_the_user_holds_reports_what_the_whole_plan_spent(method):
+    """DP-SGD steps (DP-LFlow) and a Release stage before public steps (DP-MERF) spend into one budget."""
+    cls = method_class(method)
+    recipe = cls.tiny_recipe()
+    model, data = cls(**recipe.architecture), recipe.data()
+    budget = DPBudget(**recipe.privacy)
+    assert budget.epsilon == 0.0
+    train(model, data, budget, max_steps=recipe.max_steps, **QUIET)
+    assert budget.ledger is model.privacy_ledger and budget.ledger.entries
+    (guarantee,) = model.privacy_ledger.guarantees().values()
+    assert budget.epsilon == guarantee["epsilon"] and 0 < budget.epsilon <= recipe.privacy["target_epsilon"]
+
+
+def test_train_takes_the_budget_and_refuses_a_stage_callback_saying_so():
+    recipe = method_class("dp-lflow").tiny_recipe()
+    with pytest.raises(PrivacyConfigError, match=r"zoo.privacy.DPBudget\(...\) with the same arguments"):
+        train(method_class("dp-lflow")(**recipe.architecture), recipe.data(), DPCallback(target_epsilon=1.0))

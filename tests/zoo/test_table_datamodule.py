@@ -2,7 +2,6 @@
 
 import math
 import warnings
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -14,16 +13,16 @@ from zoo.data.standardisation import private_standardisation
 from zoo.data.table_datamodule import split_and_validation
 from zoo.data.tables import ROW_NORM_BOUNDS, SYNTHETIC
 from zoo.hub import from_pretrained, save_pretrained
-from zoo.privacy import DPCallback, PrivacyConfigError, PrivacyLedger, epsilon_spent
-from zoo.stages import ReleaseBudget, train
+from zoo.privacy import DPBudget, DPCallback, PrivacyConfigError, PrivacyLedger, epsilon_spent
+from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 
 
-def budget(noise_multiplier: float = 1.0) -> ReleaseBudget:
-    return ReleaseBudget(
-        DPCallback(noise_multiplier=noise_multiplier), PrivacyLedger(), SimpleNamespace(dataset_id="t")
-    )
+def budget(noise_multiplier: float = 1.0) -> DPBudget:
+    budget = DPBudget(noise_multiplier=noise_multiplier)
+    budget.bind(PrivacyLedger(), "t")
+    return budget
 
 
 def test_splits_are_disjoint_seeded_and_differ_between_indices():
@@ -68,8 +67,8 @@ def test_fit_adopts_the_release_and_composes_it_into_the_target(accountant, tmp_
     model = DPNF(features=2, blocks=1, hidden=8)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="the GDP accountant")
-        callback = DPCallback(target_epsilon=2.0, max_grad_norm=1.0, accountant=accountant)
-    train(model, data, callback, max_steps=5, limit_val_batches=0, **QUIET)
+        budget = DPBudget(target_epsilon=2.0, max_grad_norm=1.0, accountant=accountant)
+    train(model, data, budget, max_steps=5, limit_val_batches=0, **QUIET)
     release, training = model.privacy_ledger.entries
     assert release.mechanism == "gaussian" and release.dataset_id == training.dataset_id == data.dataset_id
     assert training.steps == 5
@@ -102,8 +101,8 @@ def test_private_actnorm_start_is_released_per_block_and_composed():
     torch.manual_seed(0)
     data = TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0)
     model = DPNF(features=2, blocks=2, hidden=8, actnorm_init="private")
-    callback = DPCallback(target_epsilon=2.0, max_grad_norm=1.0)
-    train(model, data, callback, max_steps=1, limit_val_batches=0, **QUIET)
+    budget = DPBudget(target_epsilon=2.0, max_grad_norm=1.0)
+    train(model, data, budget, max_steps=1, limit_val_batches=0, **QUIET)
     mechanisms = [e.mechanism for e in model.privacy_ledger.entries]
     assert mechanisms == ["gaussian", "gaussian", "gaussian", "subsampled_gaussian"]
     assert [e.note.split(":")[0] for e in model.privacy_ledger.entries[:3]] == [
@@ -124,14 +123,14 @@ def test_private_actnorm_start_needs_a_table():
     model = DPNF(features=2, blocks=1, hidden=8, actnorm_init="private")
     data = ToyData(TensorDataset(torch.randn(100, 2)), 0.1, "toy")
     with pytest.raises(ValueError, match="TableDataModule"):
-        train(model, data, DPCallback(target_epsilon=1.0), max_steps=1, **QUIET)
+        train(model, data, DPBudget(target_epsilon=1.0), max_steps=1, **QUIET)
 
 
 def test_a_table_of_another_width_is_refused_before_any_release():
     data = TableDataModule("gaussians", sample_rate=0.01, clip_bound=8.0)
     model = DPNF(features=3, blocks=1, hidden=8)
     with pytest.raises(ValueError, match="the model has 3 features, the table 2"):
-        train(model, data, DPCallback(target_epsilon=1.0), max_steps=1, **QUIET)
+        train(model, data, DPBudget(target_epsilon=1.0), max_steps=1, **QUIET)
     assert model.privacy_ledger.entries == []
 
 

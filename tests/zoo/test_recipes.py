@@ -1,5 +1,5 @@
 """Every recipe in configs/ parses as `dpzoo fit` reads it: the model and data build, and the trainer
-holds exactly one privacy budget, or none when the data is declared public (a recipe that no longer
+has one privacy budget in its `privacy:` block, or none when the data is declared public (a recipe that no longer
 matches its method's arguments fails here, not hours into a user's run)."""
 
 from pathlib import Path
@@ -9,10 +9,10 @@ import yaml
 
 from tests.folders import write_image_folder
 from zoo.data import PublicData
-from zoo.fit import _budget_and_trainer_options, _cli, _public_trainer_options
-from zoo.privacy.pac import PACPrivacy
+from zoo.fit import _budget, _check_no_budget, _cli, _trainer_callbacks
+from zoo.privacy import PACBudget
 
-RECIPES = sorted(str(p) for p in (Path(__file__).parents[1] / "configs").glob("*.yaml"))
+RECIPES = sorted(str(p) for p in (Path(__file__).parents[2] / "configs").glob("*.yaml"))
 
 
 #: where a recipe that names an image folder keeps its root, under the data block
@@ -42,12 +42,13 @@ def folder_stand_in(recipe: str, tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize("recipe", RECIPES, ids=[Path(r).stem for r in RECIPES])
 def test_recipe_parses_and_holds_one_budget(recipe, tmp_path):
     cli = _cli(["--config", recipe, *folder_stand_in(recipe, tmp_path)])
+    _, options = _trainer_callbacks(cli)
     if isinstance(cli.datamodule, PublicData):  # public pretraining: a stated reason, and no budget at all
-        _, options = _public_trainer_options(cli)
+        _check_no_budget(cli)
         assert cli.datamodule.source and options["max_steps"] > 0
         return
-    budget, _, options = _budget_and_trainer_options(cli)
-    if isinstance(budget, PACPrivacy):  # one PAC release, no training steps to plan
+    budget = _budget(cli)
+    if isinstance(budget, PACBudget):  # one PAC release, no training steps to plan
         assert budget.mi_bound > 0
     else:  # σ is calibrated for the planned steps
         assert budget.target_epsilon > 0 and options["max_steps"] > 0

@@ -9,7 +9,7 @@ import torch
 
 import zoo
 from tests.folders import write_image_folder
-from tests.test_hub import tiny_private_flow
+from tests.zoo.test_hub import tiny_private_flow
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule
 from zoo.registry import registered_methods

@@ -12,8 +12,8 @@ from torch.utils.data import TensorDataset
 
 import zoo
 from lightning_modules.base import DPGenerativeModel
-from tests.test_hub import tiny_private_flow
 from tests.toys import ToyData
+from tests.zoo.test_hub import tiny_private_flow
 from zoo.cli import main
 from zoo.hub import HubUnavailableError, from_pretrained, push_folder, save_pretrained
 from zoo.privacy import PrivacyConfigError
@@ -111,6 +111,9 @@ def test_release_holds_only_what_the_guarantee_covers(tmp_path):
 
 
 FIT_RECIPE = """
+privacy:
+  class_path: zoo.privacy.DPBudget
+  init_args: {target_epsilon: 5.0, max_grad_norm: 0.1, accountant: rdp}
 model:
   class_path: lightning_modules.DPLFlow
   init_args: {channels: [4, 8], latent_dim: 4, flow_blocks: 2, flow_hidden: 16}
@@ -124,9 +127,6 @@ trainer:
   enable_checkpointing: false
   enable_progress_bar: false
   limit_val_batches: 0
-  callbacks:
-    - class_path: zoo.privacy.DPCallback
-      init_args: {target_epsilon: 5.0, max_grad_norm: 0.1, accountant: rdp}
 """
 
 
@@ -145,10 +145,19 @@ def test_fit_from_a_recipe_writes_a_loadable_hub_folder(data_dir, tmp_path, caps
     (out / "README.md").unlink()
     assert main(["card", str(out)]) == 0 and (out / "README.md").exists()
 
-    public = tmp_path / "public.yaml"
-    public.write_text(FIT_RECIPE.split("  callbacks:")[0])
-    assert main(["fit", "--config", str(public)]) == 2
-    assert "must hold one zoo.privacy.DPCallback" in capsys.readouterr().err
+    without_budget = tmp_path / "without-budget.yaml"
+    without_budget.write_text(FIT_RECIPE.split("model:")[1].join(["model:", ""]))
+    assert main(["fit", "--config", str(without_budget)]) == 2
+    assert "needs a top-level `privacy:` block" in capsys.readouterr().err
+
+
+def test_a_recipe_with_its_budget_among_the_trainer_callbacks_is_refused_saying_how_to_move_it(tmp_path, capsys):
+    old_style = tmp_path / "old-style.yaml"
+    budget = "  callbacks:\n    - class_path: zoo.privacy.DPCallback\n      init_args: {target_epsilon: 5.0}\n"
+    old_style.write_text("model:" + FIT_RECIPE.split("model:")[1] + budget)
+    assert main(["fit", "--config", str(old_style), "--save_pretrained", str(tmp_path / "never")]) == 2
+    assert "move the callback's init_args under `privacy:`" in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()
 
 
 def test_cli_list_and_model_cards_check(tmp_path, monkeypatch, capsys):

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from lightning_modules.base import DPGenerativeModel, toy_images
-from zoo.privacy import DPCallback, PrivacyBudgetExhausted, PrivacyConfigError, epsilon_spent
+from zoo.privacy import DPBudget, PrivacyBudgetExhausted, PrivacyConfigError, epsilon_spent
 from zoo.stages import HelperSteps, PrivateSteps, PublicSteps, Release, check_plan, train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -50,7 +50,7 @@ class Staged(DPGenerativeModel):
 def test_a_fixed_release_then_calibrated_steps_meet_the_target_together():
     model = Staged(lambda m: [Release("mean", lambda d, b: m.release_mean(d, b, 8.0)), PrivateSteps()])
     data = toy_images()
-    train(model, data, DPCallback(target_epsilon=2.0, accountant="rdp"), max_steps=5, **QUIET)
+    train(model, data, DPBudget(target_epsilon=2.0, accountant="rdp"), max_steps=5, **QUIET)
     release, steps = model.privacy_ledger.entries
     assert release.barrier == "B1" and release.noise_multiplier == 8.0 and steps.steps == 5
     assert 1.95 < model.privacy_ledger.epsilon(data.dataset_id) <= 2.0
@@ -60,18 +60,18 @@ def test_a_fixed_release_then_calibrated_steps_meet_the_target_together():
 def test_a_calibrated_release_spends_the_whole_target_and_a_fixed_one_may_not_overshoot():
     model = Staged(lambda m: [Release("mean", m.release_mean, calibrated=True), PublicSteps("fit", 2)])
     data = toy_images()
-    train(model, data, DPCallback(target_epsilon=1.0), max_steps=2, **QUIET)
+    train(model, data, DPBudget(target_epsilon=1.0), max_steps=2, **QUIET)
     (entry,) = model.privacy_ledger.entries
     assert 0.99 < model.privacy_ledger.epsilon(data.dataset_id) <= 1.0 and entry.target_epsilon == 1.0
     greedy = Staged(lambda m: [Release("mean", lambda d, b: m.release_mean(d, b, 0.5)), PrivateSteps()])
     with pytest.raises(PrivacyBudgetExhausted, match="would take toy-images past ε = 1.0"):
-        train(greedy, data, DPCallback(target_epsilon=1.0), max_steps=2, **QUIET)
+        train(greedy, data, DPBudget(target_epsilon=1.0), max_steps=2, **QUIET)
     assert greedy.released_means == []
 
 
 def test_public_steps_never_see_a_record():
     model = Staged(lambda m: [Release("mean", m.release_mean, calibrated=True), PublicSteps("fit", 4)])
-    train(model, toy_images(), DPCallback(target_epsilon=1.0), **QUIET)
+    train(model, toy_images(), DPBudget(target_epsilon=1.0), **QUIET)
     assert model.public_batches == [0, 1, 2, 3]
 
 
@@ -79,13 +79,13 @@ def test_helper_steps_train_helpers_and_may_not_change_what_is_released():
     model = Staged(lambda m: [HelperSteps("pretrain the helper", 2)])
     model.helper_mode = True
     net, helper = model.net.weight.clone(), model.helper.weight.clone()
-    train(model, toy_images(), DPCallback(noise_multiplier=1.0), **QUIET)
+    train(model, toy_images(), DPBudget(noise_multiplier=1.0), **QUIET)
     assert torch.equal(net, model.net.weight) and not torch.equal(helper, model.helper.weight)
     assert model.privacy_ledger.entries == []  # what helpers learn is paid for when private steps query them
 
     model.optimise_everything = True
     with pytest.raises(PrivacyConfigError, match="only never-released helpers may learn"):
-        train(model, toy_images(), DPCallback(noise_multiplier=1.0), **QUIET)
+        train(model, toy_images(), DPBudget(noise_multiplier=1.0), **QUIET)
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_helper_steps_train_helpers_and_may_not_change_what_is_released():
 )
 def test_plans_that_cannot_be_calibrated_are_refused(stages, privacy, message):
     with pytest.raises(PrivacyConfigError, match=message):
-        check_plan(stages, DPCallback(**privacy))
+        check_plan(stages, DPBudget(**privacy))
 
 
 class StopAfter(pl.Callback):
@@ -122,7 +122,7 @@ def test_resume_skips_finished_stages_and_continues_the_budget(tmp_path):
         return [Release("mean", lambda d, b: model.release_mean(d, b, 20.0)), PrivateSteps()]
 
     data = toy_images()
-    privacy = DPCallback(noise_multiplier=1.5, accountant="rdp")
+    privacy = DPBudget(noise_multiplier=1.5, accountant="rdp")
     first = Staged(plan)
     train(first, data, privacy, callbacks=[StopAfter(tmp_path / "run.ckpt", 3)], max_steps=8, **QUIET)
     assert [e.steps for e in first.privacy_ledger.entries] == [1, 3]
@@ -138,4 +138,4 @@ def test_resume_skips_finished_stages_and_continues_the_budget(tmp_path):
 def test_a_checkpoint_from_outside_a_plan_cannot_resume_one(tmp_path):
     torch.save({"state_dict": {}}, tmp_path / "plain.ckpt")
     with pytest.raises(PrivacyConfigError, match="was not written during a stage"):
-        train(Staged(), toy_images(), DPCallback(noise_multiplier=1.0), ckpt_path=str(tmp_path / "plain.ckpt"))
+        train(Staged(), toy_images(), DPBudget(noise_multiplier=1.0), ckpt_path=str(tmp_path / "plain.ckpt"))

@@ -5,7 +5,7 @@ import torch
 
 from lightning_modules import DPLFlow
 from lightning_modules.postprocess import SmoothSharpen, gaussian_blur
-from tests.test_hub import tiny_private_flow
+from tests.zoo.test_hub import tiny_private_flow
 from zoo.hub import from_pretrained, save_pretrained
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from zoo.registry import CHECKPOINTS_ENV, CHECKPOINTS_PACKAGE, checkpoints_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from lightning_modules.base import toy_images
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from zoo.data import TensorDataModule
 from zoo.hub import from_pretrained, save_pretrained
-from zoo.privacy import DPCallback
+from zoo.privacy import DPBudget
 from zoo.stages import train
 
 TINY = DPMERF.tiny_recipe().architecture
@@ -80,7 +80,7 @@ def test_a_planted_record_moves_the_released_sum_by_at_most_its_sensitivity(plan
 def test_the_release_spends_the_target_and_a_second_accountant_agrees():
     data = toy_images()
     model = DPMERF(**TINY)
-    train(model, data, DPCallback(target_epsilon=1.0, accountant="prv"), max_steps=2, **QUIET)
+    train(model, data, DPBudget(target_epsilon=1.0, accountant="prv"), max_steps=2, **QUIET)
     (entry,) = model.privacy_ledger.entries
     assert entry.barrier == "B1" and entry.clip_norm == 1.0 and entry.sample_rate == 1.0 and entry.steps == 1
     accountant = pld.PLDAccountant(value_discretization_interval=1e-4)
@@ -93,7 +93,7 @@ def test_the_generator_learns_the_released_embedding():
     torch.manual_seed(0)
     model = DPMERF(**{**TINY, "learning_rate": 0.05})
     untrained = copy.deepcopy(model.generator)
-    train(model, toy_images(), DPCallback(target_epsilon=50.0), max_steps=200, **QUIET)
+    train(model, toy_images(), DPBudget(target_epsilon=50.0), max_steps=200, **QUIET)
 
     def distance(generator):
         with torch.no_grad():
@@ -111,7 +111,7 @@ def test_gs_wgans_generators_fit_colour_images_and_reload(generator, tmp_path):
     shape = (3, 24, 24)
     model = DPMERF(**{**TINY, "image_shape": shape, "generator": generator, "generator_width": 4})
     data = TensorDataModule(torch.rand(60, *shape), torch.arange(60) % 3, dataset_id="toy-rgb")
-    train(model, data, DPCallback(target_epsilon=5.0), max_steps=3, **QUIET)
+    train(model, data, DPBudget(target_epsilon=5.0), max_steps=3, **QUIET)
     loaded = from_pretrained(save_pretrained(model, tmp_path / "m"))
     labels = torch.arange(6) % 3
     assert torch.equal(loaded.sample(6, labels=labels, seed=1), model.sample(6, labels=labels, seed=1))

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.test_cas import Replay
+from tests.metrics.test_cas import Replay
 from zoo.metrics.audit import membership_audit
 
 
@@ -22,7 +22,7 @@ def test_replaying_members_is_caught_and_a_model_of_other_data_is_not():
 
 
 def test_likelihood_attack_runs_for_models_with_log_prob():
-    from tests.test_hub import tiny_private_flow
+    from tests.zoo.test_hub import tiny_private_flow
 
     members, non_members = toy_digits(50, 0), toy_digits(50, 1)
     report = membership_audit(tiny_private_flow(), members, non_members, num_samples=200)

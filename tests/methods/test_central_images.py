@@ -13,7 +13,7 @@ from lightning_modules.dp_kernel import DPKernel
 from lightning_modules.dp_merf import DPMERF
 from zoo.data import TensorDataModule
 from zoo.hub import save_pretrained
-from zoo.privacy import DPCallback
+from zoo.privacy import DPBudget
 from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -58,7 +58,7 @@ def test_without_noise_the_central_images_are_the_class_means():
 @pytest.mark.parametrize("method", [DPKernel, DPMERF])
 def test_one_ledger_holds_the_release_and_the_private_stage_within_the_target(method, tmp_path):
     model = method(**{**method.tiny_recipe().architecture, "warm_start": WARM})
-    train(model, toy_data(), DPCallback(target_epsilon=3.0), max_steps=4, **QUIET)
+    train(model, toy_data(), DPBudget(target_epsilon=3.0), max_steps=4, **QUIET)
     card = (save_pretrained(model, tmp_path / "m") / "README.md").read_text()
     assert "central images" in card and "σ = 4" in card
     central, private = model.privacy_ledger.entries
@@ -92,7 +92,7 @@ def test_the_warm_start_moves_the_generator_and_reads_only_the_release(monkeypat
         return original(self, step)
 
     monkeypatch.setattr(DPKernel, "warm_start_step", recording)
-    train(model, toy_data(), DPCallback(target_epsilon=3.0), max_steps=2, **QUIET)
+    train(model, toy_data(), DPBudget(target_epsilon=3.0), max_steps=2, **QUIET)
     assert seen == list(range(WARM["steps"]))  # step indices, never images
     assert any(not torch.equal(v, model.generator.state_dict()[k]) for k, v in before.items())
 
@@ -120,7 +120,7 @@ def test_dp_lflow_warm_starts_each_class_model_on_its_own_central_image(tmp_path
     monkeypatch.setattr(DPLFlow, "warm_start_step", recording)
     base = {**DPLFlow.tiny_recipe().architecture, "warm_start": {**WARM, "steps": 20}}
     model = PerClassModel("dp-lflow", base, num_classes=3)
-    train(model, toy_data(), DPCallback(target_epsilon=3.0, max_grad_norm=0.1), max_steps=2, **QUIET)
+    train(model, toy_data(), DPBudget(target_epsilon=3.0, max_grad_norm=0.1), max_steps=2, **QUIET)
     assert len(losses) == 3 * 20 and all(losses[k * 20 + 19] < losses[k * 20] for k in range(3))  # each part fits
     for part in model.parts:
         assert part.central_images.shape == (1, 1, 8, 8) and part.central_images.abs().sum() > 0

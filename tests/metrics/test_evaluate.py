@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from tests.test_cas import Replay
+from tests.metrics.test_cas import Replay
 from zoo.cli import main
 from zoo.data import load_images
 from zoo.hub import load_config, save_pretrained
@@ -57,7 +57,7 @@ def test_bad_requests_fail_before_any_work(kwargs, message):
 
 
 def test_cas_on_an_unconditional_model_is_refused():
-    from tests.test_hub import tiny_private_flow
+    from tests.zoo.test_hub import tiny_private_flow
 
     with pytest.raises(ValueError, match="unconditional; drop the cas metrics"):
         evaluate(tiny_private_flow(), "mnist", metrics=("cas",))
@@ -123,7 +123,7 @@ def test_audit_of_the_shipped_digit_model_rebuilds_its_member_split(data_dir):
 
 def test_write_card_refuses_the_membership_audit_before_any_work(tmp_path, capsys):
     """The audit scores the model's own training images: a local diagnostic, never a card number."""
-    from tests.test_hub import tiny_private_flow
+    from tests.zoo.test_hub import tiny_private_flow
 
     folder = save_pretrained(tiny_private_flow(), tmp_path / "tiny")
     before = (folder / "config.json").read_text()
@@ -133,7 +133,7 @@ def test_write_card_refuses_the_membership_audit_before_any_work(tmp_path, capsy
 
 
 def test_record_evaluation_refuses_a_result_read_from_protected_records(tmp_path):
-    from tests.test_hub import tiny_private_flow
+    from tests.zoo.test_hub import tiny_private_flow
     from zoo.metrics import record_evaluation
     from zoo.metrics.publication import UnpublishableMetricError
 

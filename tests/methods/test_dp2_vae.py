@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from lightning_modules.base import toy_images
 from lightning_modules.dp2_vae import DP2VAE, DP2VAEDPEncoder
 from zoo.hub import save_pretrained
-from zoo.privacy import DPCallback, PrivacyBarrier, PrivacyConfigError
+from zoo.privacy import DPBudget, DPCallback, PrivacyBarrier, PrivacyConfigError
 from zoo.privacy.mechanisms import HelperQueryDPSGD, PerExampleDPSGD, training_mechanism
 from zoo.privacy.mechanisms.helper_query_dp_sgd import paper_theorem_epsilon
 from zoo.stages import train
@@ -56,7 +56,7 @@ def test_epsilon_recomputed_from_first_principles_by_a_second_accountant(monkeyp
     written = recorded_decoder_gradients(monkeypatch)
     sigma, clip, encoders, terms, steps = 40.0, 0.5, 3, 8, 20
     model = tiny_dp2_vae(encoders=encoders, batch_size=terms, pretrain_steps=1)
-    train(model, toy_data(), DPCallback(noise_multiplier=sigma, max_grad_norm=clip), max_steps=steps, **QUIET)
+    train(model, toy_data(), DPBudget(noise_multiplier=sigma, max_grad_norm=clip), max_steps=steps, **QUIET)
     (entry,) = model.privacy_ledger.entries
     assert entry.mechanism == "helper_query_subsampled_gaussian" and entry.steps == steps == len(written)
     noise_std = torch.cat(written).std().item()  # the clipped sum (at most B·C in norm) is negligible
@@ -78,7 +78,7 @@ def test_each_decoder_step_is_the_clipped_mean_of_at_most_b_terms(monkeypatch):
     written = recorded_decoder_gradients(monkeypatch)
     clip, terms = 0.01, 4
     model = tiny_dp2_vae(batch_size=terms, pretrain_steps=1)
-    privacy = DPCallback(noise_multiplier=1e-4, max_grad_norm=clip, accountant="rdp")
+    privacy = DPBudget(noise_multiplier=1e-4, max_grad_norm=clip, accountant="rdp")
     train(model, toy_data(), privacy, max_steps=5, **QUIET)
     for summed in written:
         assert 0 < summed.norm() / terms <= clip * 1.01
@@ -88,7 +88,7 @@ def test_more_terms_than_declared_are_refused(monkeypatch):
     monkeypatch.setattr(DP2VAE, "helper_terms_per_step", property(lambda self: 2))
     model = tiny_dp2_vae(batch_size=4, pretrain_steps=1)
     with pytest.raises(PrivacyConfigError, match="4 per-example terms entered one step"):
-        train(model, toy_data(), DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
+        train(model, toy_data(), DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
 
 
 def test_encoders_keep_training_and_never_appear_in_the_released_weights(tmp_path):
@@ -102,7 +102,7 @@ def test_encoders_keep_training_and_never_appear_in_the_released_weights(tmp_pat
             before.update({k: v.clone() for k, v in self.encoders.state_dict().items()})
 
     model.on_train_start = snapshot.__get__(model)
-    train(model, toy_data(), DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
+    train(model, toy_data(), DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
     assert any(not torch.equal(value, before[key]) for key, value in model.encoders.state_dict().items())
     released = load_file(str(save_pretrained(model, tmp_path / "m") / "model.safetensors"))
     assert set(released) == {f"decoder.{key}" for key in model.decoder.state_dict()}
@@ -111,7 +111,7 @@ def test_encoders_keep_training_and_never_appear_in_the_released_weights(tmp_pat
 def test_a_resumed_plan_gives_each_encoder_the_same_part(tmp_path):
     saved = tiny_dp2_vae(pretrain_steps=1)
     checkpoint = pl.callbacks.ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)
-    privacy = DPCallback(noise_multiplier=5.0, accountant="rdp")
+    privacy = DPBudget(noise_multiplier=5.0, accountant="rdp")
     train(saved, toy_data(), privacy, callbacks=[checkpoint], max_steps=4, **{**QUIET, "enable_checkpointing": True})
     resumed = tiny_dp2_vae(pretrain_steps=1)
     train(resumed, toy_data(), privacy, ckpt_path=str(sorted(tmp_path.glob("*.ckpt"))[-1]), max_steps=6, **QUIET)
@@ -121,7 +121,7 @@ def test_a_resumed_plan_gives_each_encoder_the_same_part(tmp_path):
 
 def test_cards_name_the_variant_and_show_the_paper_claim_as_no_guarantee(tmp_path):
     model = tiny_dp2_vae()
-    train(model, toy_data(), DPCallback(target_epsilon=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    train(model, toy_data(), DPBudget(target_epsilon=5.0, accountant="rdp"), max_steps=3, **QUIET)
     card = (save_pretrained(model, tmp_path / "helpers") / "README.md").read_text()
     (entry,) = model.privacy_ledger.entries
     claim = paper_theorem_epsilon(entry.to_dict())
@@ -131,7 +131,7 @@ def test_cards_name_the_variant_and_show_the_paper_claim_as_no_guarantee(tmp_pat
 
     recipe = DP2VAEDPEncoder.tiny_recipe()
     encoder_variant = DP2VAEDPEncoder(**recipe.architecture)
-    train(encoder_variant, recipe.data(), DPCallback(**recipe.privacy), max_steps=2, **QUIET)
+    train(encoder_variant, recipe.data(), DPBudget(**recipe.privacy), max_steps=2, **QUIET)
     folder = save_pretrained(encoder_variant, tmp_path / "dp-encoder")
     assert "Variant: DP encoder" in ModelCard.load(folder / "README.md").text
     assert {key.split(".")[0] for key in load_file(str(folder / "model.safetensors"))} == {"decoder"}
@@ -150,10 +150,10 @@ def test_bad_settings_and_data_are_refused_clearly():
     with pytest.raises(ValueError, match="image_shape must be"):
         DP2VAEDPEncoder(image_shape=(28, 28))
     with pytest.raises(ValueError, match=r"built for \(1, 8, 8\) images, got \(1, 28, 28\)"):
-        train(tiny_dp2_vae(), toy_images(size=28), DPCallback(noise_multiplier=5.0), max_steps=2, **QUIET)
+        train(tiny_dp2_vae(), toy_images(size=28), DPBudget(noise_multiplier=5.0), max_steps=2, **QUIET)
     with pytest.raises(ValueError, match=r"built for \(1, 8, 8\) images, got \(1, 28, 28\)"):
         encoder_variant = DP2VAEDPEncoder(**DP2VAEDPEncoder.tiny_recipe().architecture)
-        train(encoder_variant, toy_images(size=28), DPCallback(noise_multiplier=5.0), max_steps=2, **QUIET)
+        train(encoder_variant, toy_images(size=28), DPBudget(noise_multiplier=5.0), max_steps=2, **QUIET)
 
 
 def test_several_processes_are_refused(monkeypatch):

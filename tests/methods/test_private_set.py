@@ -14,7 +14,7 @@ from lightning_modules.private_set import PrivateSet, SanitisedGradients
 from zoo.data import TensorDataModule
 from zoo.hub import save_pretrained
 from zoo.metrics.set_accuracy import convnet_accuracy, set_accuracy
-from zoo.privacy import DPCallback
+from zoo.privacy import DPBudget, DPCallback
 from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -28,7 +28,7 @@ def tiny_set(**overrides) -> PrivateSet:
 def trained_set(data, steps: int = 2, privacy: DPCallback | None = None, **overrides) -> PrivateSet:
     model = tiny_set(**overrides)
     torch.manual_seed(1)  # the classifier's re-draws
-    train(model, data, privacy or DPCallback(noise_multiplier=1.0, max_grad_norm=0.1), max_steps=steps, **QUIET)
+    train(model, data, privacy or DPBudget(noise_multiplier=1.0, max_grad_norm=0.1), max_steps=steps, **QUIET)
     return model
 
 
@@ -77,7 +77,7 @@ def test_the_sanitised_gradient_is_the_noised_sum_of_clipped_per_record_gradient
     """At negligible noise and a large C, the sanitised gradient points along the batch gradient of
     θ; at a small C its norm is at most C per record over the expected batch q·N."""
     records = recorded_batches(monkeypatch)
-    trained_set(toy_data(1), steps=2, privacy=DPCallback(noise_multiplier=1e-6, max_grad_norm=1e3))
+    trained_set(toy_data(1), steps=2, privacy=DPBudget(noise_multiplier=1e-6, max_grad_norm=1e3))
     for images, labels, weights, gradients in records:
         network = tiny_set().classifier
         network.load_state_dict(weights)
@@ -88,7 +88,7 @@ def test_the_sanitised_gradient_is_the_noised_sum_of_clipped_per_record_gradient
         assert got.norm() == pytest.approx(expected.norm().item() / 30, rel=1e-3)  # the sum over q·N = 30
     records.clear()
     clip = 1e-3
-    trained_set(toy_data(1), steps=2, privacy=DPCallback(noise_multiplier=1e-6, max_grad_norm=clip))
+    trained_set(toy_data(1), steps=2, privacy=DPBudget(noise_multiplier=1e-6, max_grad_norm=clip))
     for images, _, _, gradients in records:
         assert torch.cat([g.flatten() for g in gradients]).norm() <= clip * len(images) / 30 * 1.001
 
@@ -96,7 +96,7 @@ def test_the_sanitised_gradient_is_the_noised_sum_of_clipped_per_record_gradient
 def test_epsilon_recomputed_from_the_ledger_by_a_second_accountant():
     """R·T·K steps, each one Poisson-subsampled Gaussian at the datamodule's rate: Google's RDP
     accountant gives the ledger's ε from (q, σ, steps) alone."""
-    model = trained_set(toy_data(1), steps=6, privacy=DPCallback(target_epsilon=3.0, accountant="rdp"))
+    model = trained_set(toy_data(1), steps=6, privacy=DPBudget(target_epsilon=3.0, accountant="rdp"))
     (entry,) = model.privacy_ledger.entries
     assert entry.mechanism == "subsampled_gaussian" and entry.steps == 6 and entry.sample_rate == 0.25
     event = dp_accounting.PoissonSampledDpEvent(

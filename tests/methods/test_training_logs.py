@@ -10,7 +10,7 @@ from pytorch_lightning.loggers import CSVLogger
 from lightning_modules.dp2_vae import DP2VAE
 from lightning_modules.gs_wgan import GSWGAN
 from zoo.hub import save_pretrained
-from zoo.privacy import DPCallback
+from zoo.privacy import DPBudget
 from zoo.stages import train
 
 LOGGED = {GSWGAN: ("critic_loss", "generator_loss"), DP2VAE: ("train_loss", "pretrain_loss")}
@@ -25,7 +25,7 @@ def test_batch_losses_are_logged_locally_and_never_saved(cls, tmp_path):
     train(
         model,
         recipe.data(),
-        DPCallback(noise_multiplier=5.0, accountant="rdp"),
+        DPBudget(noise_multiplier=5.0, accountant="rdp"),
         max_steps=2,
         accelerator="cpu",
         logger=logger,

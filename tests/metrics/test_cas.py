@@ -59,7 +59,7 @@ def test_cas_of_a_replaying_generator_is_high(data_dir):
 
 
 def test_cas_refuses_unconditional_models():
-    from tests.test_hub import tiny_private_flow
+    from tests.zoo.test_hub import tiny_private_flow
 
     with pytest.raises(ValueError, match="CAS needs labelled samples"):
         classifier_accuracy_on_synthetic(tiny_private_flow(), "mnist")

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_ddp_adds_noise_once_and_samples_disjoint_shards(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "ddp_noise_run.py"), str(tmp_path)],
+        [sys.executable, str(ROOT / "tests" / "privacy" / "ddp_noise_run.py"), str(tmp_path)],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -15,7 +15,7 @@ from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_e
 from lightning_modules.nets.dcgan import DCGANCritic, DCGANGenerator, ResNetGenerator
 from zoo.data import TensorDataModule
 from zoo.hub import from_pretrained, save_pretrained
-from zoo.privacy import DPCallback, GradientSanitizer, PrivacyConfigError, PrivateHelpers, epsilon_spent
+from zoo.privacy import DPBudget, DPCallback, GradientSanitizer, PrivacyConfigError, PrivateHelpers, epsilon_spent
 from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -50,7 +50,7 @@ def test_a_resumed_plan_gives_each_critic_the_same_part(tmp_path):
     Lightning checkpoint (a fresh key would give a critic records of two parts)."""
     saved = tiny_gs_wgan(pretrain_steps=1)
     checkpoint = pl.callbacks.ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)
-    privacy = DPCallback(noise_multiplier=5.0, accountant="rdp")
+    privacy = DPBudget(noise_multiplier=5.0, accountant="rdp")
     train(saved, toy_data(), privacy, callbacks=[checkpoint], max_steps=4, **{**QUIET, "enable_checkpointing": True})
     resumed = tiny_gs_wgan(pretrain_steps=1)
     last = sorted(tmp_path.glob("*.ckpt"))[-1]
@@ -61,7 +61,7 @@ def test_a_resumed_plan_gives_each_critic_the_same_part(tmp_path):
 
 def test_critics_never_appear_in_the_released_weights(tmp_path):
     model = tiny_gs_wgan()
-    train(model, toy_data(), DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    train(model, toy_data(), DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
     released = load_file(str(save_pretrained(model, tmp_path / "m") / "model.safetensors"))
     assert set(released) == {f"generator.{key}" for key in model.generator.state_dict()}
     assert all(name not in key for key in released for name in ("critic", "scratch", "trained"))
@@ -82,7 +82,7 @@ def test_the_generator_learns_only_through_the_sanitiser(monkeypatch):
 
     monkeypatch.setattr(GSWGAN, "on_train_start", snapshot_then_start)
     model = tiny_gs_wgan(pretrain_steps=1)
-    train(model, toy_data(), DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
+    train(model, toy_data(), DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
     generator, critics = at_private_start["generator"], at_private_start["critics"]
     assert all(torch.equal(value, generator[key]) for key, value in model.trained_generator.state_dict().items())
     assert any(not torch.equal(value, critics[key]) for key, value in model.critics.state_dict().items())
@@ -103,7 +103,7 @@ def test_epsilon_recomputed_from_first_principles_by_a_second_accountant(monkeyp
     monkeypatch.setattr(GradientSanitizer, "sanitize_gradient", recording)
     sigma_row, clip, critics, rows, steps = 8.0, 0.5, 3, 16, 20
     model = tiny_gs_wgan(critics=critics, batch_size=rows)
-    privacy = DPCallback(noise_multiplier=sigma_row, max_grad_norm=clip, accountant="prv")
+    privacy = DPBudget(noise_multiplier=sigma_row, max_grad_norm=clip, accountant="prv")
     train(model, toy_data(), privacy, max_steps=steps, **QUIET)
     (entry,) = model.privacy_ledger.entries
     assert entry.dataset_id == "toy-images" and entry.steps == steps == len(received)
@@ -125,7 +125,7 @@ def test_epsilon_recomputed_from_first_principles_by_a_second_accountant(monkeyp
 
 def test_card_shows_the_official_accounting_beside_the_sound_guarantee(tmp_path):
     model = tiny_gs_wgan()
-    train(model, toy_data(), DPCallback(target_epsilon=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    train(model, toy_data(), DPBudget(target_epsilon=5.0, accountant="rdp"), max_steps=3, **QUIET)
     card = (save_pretrained(model, tmp_path / "m") / "README.md").read_text()
     (entry,) = model.privacy_ledger.entries
     official = official_accounting_epsilon(entry.to_dict())
@@ -146,7 +146,7 @@ def test_bad_settings_and_data_are_refused_clearly():
     with pytest.raises(ValueError, match="image_shape must be"):
         GSWGAN(image_shape=(28, 28))
     with pytest.raises(ValueError, match=r"built for \(1, 28, 28\) images, got \(1, 8, 8\)"):
-        train(tiny_gs_wgan(), toy_images(size=8), DPCallback(noise_multiplier=5.0), max_steps=2, **QUIET)
+        train(tiny_gs_wgan(), toy_images(size=8), DPBudget(noise_multiplier=5.0), max_steps=2, **QUIET)
 
 
 @pytest.mark.parametrize("shape", [(1, 28, 28), (3, 32, 32), (3, 24, 40), (1, 21, 21), (1, 64, 64)])
@@ -191,7 +191,7 @@ def test_a_run_on_colour_images_saves_and_reloads_its_shape(tmp_path):
     images = torch.rand(60, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     data = TensorDataModule(images, torch.arange(60) % 3, "toy-colour-images", sample_rate=0.25)
     model = tiny_gs_wgan(image_shape=(3, 32, 32), pretrain_steps=1)
-    train(model, data, DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    train(model, data, DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
     reloaded = from_pretrained(save_pretrained(model, tmp_path / "m"))
     assert torch.equal(reloaded.sample(4, seed=0), model.sample(4, seed=0))
     assert reloaded.sample(4, seed=0).shape == (4, 3, 32, 32)

@@ -12,7 +12,7 @@ import torch
 from lightning_modules.dp2_vae import DP2VAE
 from lightning_modules.gs_wgan import GSWGAN
 from lightning_modules.helper_parts import PRIVATE_STREAM, public_randomness
-from zoo.privacy import DPCallback, PrivateHelpers
+from zoo.privacy import DPBudget, PrivateHelpers
 from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -58,9 +58,22 @@ def test_private_step_t_trains_helper_t_mod_k_whatever_the_secret_draw(method, m
     parts = model.helpers.parts
     monkeypatch.setattr(type(model), "draw_helper", lambda self: parts - 1)  # always query the last helper
     updates = record_private_updates(model, method, monkeypatch)
-    train(model, data, DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=5, **QUIET)
+    train(model, data, DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=5, **QUIET)
     assert len(updates) == 5
     assert all(trained == {step % parts} for step, trained in updates)
+
+
+def test_several_critics_per_step_follow_the_public_schedule_whatever_the_secret_draw(monkeypatch):
+    model, data = tiny("gs-wgan", critics=3, critics_per_step=2)
+    monkeypatch.setattr(GSWGAN, "draw_helper", lambda self: 0)
+    updates = record_private_updates(model, "gs-wgan", monkeypatch)
+    train(model, data, DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    assert [trained for _, trained in updates] == [{0, 1}, {2, 0}, {1, 2}]
+
+
+def test_more_critics_per_step_than_critics_is_refused():
+    with pytest.raises(ValueError, match="between 1 and 3 helpers can train per step, got 4"):
+        tiny("gs-wgan", critics=3, critics_per_step=4)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -70,7 +83,7 @@ def test_an_empty_part_leaves_its_helper_as_initialised_and_training_goes_on(met
     monkeypatch.setattr(type(model), "draw_helper", lambda self: 0)  # every query goes to the empty part
     model.configure_model()
     initial = helper_states(model, method)
-    train(model, data, DPCallback(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
+    train(model, data, DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
     assert len(model.helper_parts()[0][0]) == 0
     trained = helper_states(model, method)
     assert not changed(initial[0], trained[0]) and changed(initial[1], trained[1])

@@ -13,7 +13,7 @@ from lightning_modules import DPMERF
 from tests.folders import write_image_folder
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule, PublicData
-from zoo.privacy import DPCallback, PrivacyConfigError
+from zoo.privacy import DPBudget, PrivacyConfigError
 from zoo.stages import PublicStatistic, check_plan, pretrain_public
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -54,7 +54,7 @@ def test_a_method_without_public_pretraining_says_so(folders):
 
 def test_a_private_plan_refuses_a_statistic_of_public_data():
     with pytest.raises(PrivacyConfigError, match="pretrain_public"):
-        check_plan([PublicStatistic("public statistic", lambda public: None)], DPCallback(target_epsilon=1.0))
+        check_plan([PublicStatistic("public statistic", lambda public: None)], DPBudget(target_epsilon=1.0))
 
 
 def test_pretraining_records_the_public_data_charges_nothing_and_saves_a_base_without_guarantee(folders, tmp_path):
@@ -116,7 +116,7 @@ def test_dpzoo_fit_pretrains_a_base_on_declared_public_data_and_a_private_recipe
 
 def test_a_public_recipe_spends_no_budget_and_a_base_must_fit_the_recipe(folders, tmp_path, capsys):
     public, private = folders
-    budget = ["--trainer.callbacks+=zoo.privacy.DPCallback", "--trainer.callbacks.target_epsilon=1.0"]
+    budget = ["--privacy", "zoo.privacy.DPBudget", "--privacy.target_epsilon=1.0"]
     public_root = ["--data.init_args.data.init_args.root", str(public)]
     assert main([*BASE_RECIPE, *public_root, *budget]) == 2
     assert "public pretraining spends no budget" in capsys.readouterr().err

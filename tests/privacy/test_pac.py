@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from zoo.cards import guarantee_summary, model_cards_index, privacy_metadata
-from zoo.privacy import DPCallback, PrivacyConfigError, PrivacyLedger
-from zoo.privacy.pac import PACPrivacy, calibrate_isotropic_noise, gaussian_mutual_information
+from zoo.privacy import DPBudget, PACBudget, PrivacyConfigError, PrivacyLedger
+from zoo.privacy.pac import calibrate_isotropic_noise, gaussian_mutual_information
 from zoo.stages import PACRelease, Release, check_plan
 
 RATE = 0.5
@@ -32,11 +32,18 @@ def squared_diameter(pool: torch.Tensor) -> float:
     return pool.norm(dim=1).sum().item() ** 2
 
 
+def release(budget: PACBudget, mechanism, pool_size: int, diameter: float, dataset_id: str):
+    """The budget's release on the named data, and the record it entered in its ledger."""
+    budget.bind(PrivacyLedger(), dataset_id)
+    noisy = budget.release(mechanism, pool_size, diameter)
+    return noisy, budget.ledger.pac_releases[-1]
+
+
 def test_calibration_reproduces_the_closed_form_of_a_known_covariance():
     pool = pool_of(40, 12)
     covariance = exact_covariance(pool)
-    budget = PACPrivacy(mi_bound=2.0, confidence=0.9, mc_runs=6000, subset_rate=RATE, seed=0)
-    noisy, entry = budget.release(subset_sum(pool), len(pool), squared_diameter(pool), "planted")
+    budget = PACBudget(mi_bound=2.0, confidence=0.9, mc_runs=6000, subset_rate=RATE, seed=0)
+    noisy, entry = release(budget, subset_sum(pool), len(pool), squared_diameter(pool), "planted")
     trace = covariance.trace().item()
     # the Monte-Carlo estimate of tr Σ matches the closed form within a few standard errors
     assert entry.variance_estimate == pytest.approx(trace, rel=0.05)
@@ -75,10 +82,10 @@ def test_a_planted_record_raises_the_noise_to_cover_its_membership():
     pool = pool_of(50, 6, seed=3)
     planted = torch.cat([pool, torch.full((1, 6), 3.0)])
     mi_bound = 1.0
-    calm = PACPrivacy(mi_bound, mc_runs=4000, subset_rate=RATE, seed=4)
-    loud = PACPrivacy(mi_bound, mc_runs=4000, subset_rate=RATE, seed=4)
-    _, without = calm.release(subset_sum(pool), len(pool), squared_diameter(planted), "without")
-    _, with_planted = loud.release(subset_sum(planted), len(planted), squared_diameter(planted), "with")
+    calm = PACBudget(mi_bound, mc_runs=4000, subset_rate=RATE, seed=4)
+    loud = PACBudget(mi_bound, mc_runs=4000, subset_rate=RATE, seed=4)
+    _, without = release(calm, subset_sum(pool), len(pool), squared_diameter(planted), "without")
+    _, with_planted = release(loud, subset_sum(planted), len(planted), squared_diameter(planted), "with")
     shift = planted[-1].square().sum().item()
     # whether the planted record is in X moves M(X) by v_p: the noise covers its share q(1 − q)‖v_p‖²
     assert with_planted.noise_std**2 >= without.noise_std**2 + 0.9 * RATE * (1 - RATE) * shift / (2 * mi_bound)
@@ -91,7 +98,7 @@ def test_a_planted_record_raises_the_noise_to_cover_its_membership():
 )
 def test_bad_pac_settings_are_refused(settings):
     with pytest.raises(PrivacyConfigError):
-        PACPrivacy(**{"mi_bound": 1.0, **settings})
+        PACBudget(**{"mi_bound": 1.0, **settings})
 
 
 def test_runs_further_apart_than_the_diameter_are_refused():
@@ -103,11 +110,11 @@ def test_runs_further_apart_than_the_diameter_are_refused():
 def test_a_plan_is_either_dp_or_pac():
     pac_stage = PACRelease("release", lambda data, budget: None)
     dp_stage = Release("statistic", lambda data, budget: None)
-    with pytest.raises(PrivacyConfigError, match="PACPrivacy budget"):
-        check_plan([pac_stage], DPCallback(noise_multiplier=1.0))
+    with pytest.raises(PrivacyConfigError, match="PACBudget"):
+        check_plan([pac_stage], DPBudget(noise_multiplier=1.0))
     with pytest.raises(PrivacyConfigError, match="PAC releases only"):
-        check_plan([dp_stage, pac_stage], PACPrivacy(1.0))
-    check_plan([pac_stage], PACPrivacy(1.0))
+        check_plan([dp_stage, pac_stage], PACBudget(1.0))
+    check_plan([pac_stage], PACBudget(1.0))
 
 
 def pac_config(tmp_path):

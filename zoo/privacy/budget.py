@@ -1,0 +1,201 @@
+"""The privacy budget of one plan, as an object the user holds.
+
+One plan, one ledger, one budget: ``zoo.train(model, data, budget)`` binds the budget to the model's
+ledger and the data it protects, every stage spends through it (a Release stage by
+``budget.release``, a PrivateSteps stage through ``budget.callback()``, the Lightning callback of
+that stage), and afterwards ``budget.ledger`` and ``budget.epsilon`` are the plan's.
+
+- :class:`DPBudget`: (ε, δ)-DP, a target ε (σ calibrated for the whole plan) or a fixed σ;
+- :class:`PACBudget`: PAC privacy (``zoo.privacy.pac``), a mutual-information bound, never an ε.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from torch import Tensor
+
+from zoo.privacy.accounting import epsilon_spent
+from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
+from zoo.privacy.ledger import PrivacyLedger
+from zoo.privacy.mechanisms import gaussian_release
+from zoo.privacy.pac import check_pac_settings, pac_release
+from zoo.privacy.randomness import private_generator
+from zoo.privacy.validation import check_accountant, check_delta, check_epsilon, check_exactly_one, check_positive
+
+if TYPE_CHECKING:
+    from zoo.privacy.callback import DPCallback
+
+
+class Budget:
+    """What a plan may spend, the ledger it spends into and the data it protects (``bind``)."""
+
+    def __init__(self) -> None:
+        self.ledger = PrivacyLedger()
+        self.protected: str | None = None
+        self.partition_of: str | None = None
+
+    def bind(self, ledger: PrivacyLedger, protected: str | None, partition_of: str | None = None) -> None:
+        """Spend into ``ledger`` (the model's) on the data named ``protected`` (a share of ``partition_of``)."""
+        self.ledger, self.protected, self.partition_of = ledger, protected, partition_of
+
+    def _protected_data(self) -> str:
+        if self.protected is None:
+            raise PrivacyConfigError("the data has no dataset_id: the ledger must name the data a release protects")
+        return self.protected
+
+
+class DPBudget(Budget):
+    """(ε, δ)-differential privacy for a whole plan.
+
+    Args:
+        target_epsilon: ε to reach at the end of the plan; σ is calibrated by the accountant.
+        noise_multiplier: σ, when given instead of ``target_epsilon``; ε is then only reported.
+            For B3 it is the per-row σ of the sanitiser (GS-WGAN's σ).
+        delta: δ of the (ε, δ) guarantee.
+        max_grad_norm: clipping bound C on each example's gradient (B2/B4) or on each
+            generated sample's upstream gradient (B3).
+        accountant: ``"prv"`` (default, tightest), ``"rdp"`` or ``"gdp"`` (Opacus accountants).
+        per_example_mode: ``"auto"``, ``"ghost"``, ``"hooks"`` or ``"functorch"``
+            (see ``zoo.privacy.per_example``).
+        loss_reduction: how the training loss reduces over the batch, ``"mean"`` or ``"sum"``.
+        planned_steps: private steps to calibrate σ for; default ``trainer.estimated_stepping_batches``.
+        dataset_id: names the private data in the ledger; default: the datamodule's ``dataset_id``.
+        noise_seed: seeds the noise generator (tests only). Unset, the noise comes from OS
+            entropy, never from the global RNG that ``seed_everything`` makes repeatable: two runs
+            seeded alike (one per class, say) would otherwise share noise that cancels in differences.
+    """
+
+    def __init__(
+        self,
+        target_epsilon: float | None = None,
+        noise_multiplier: float | None = None,
+        delta: float = 1e-5,
+        max_grad_norm: float = 1.0,
+        accountant: str = "prv",
+        per_example_mode: str = "auto",
+        loss_reduction: str = "mean",
+        planned_steps: int | None = None,
+        dataset_id: str | None = None,
+        noise_seed: int | None = None,
+    ) -> None:
+        super().__init__()
+        check_exactly_one(target_epsilon, noise_multiplier)
+        self.target_epsilon = None if target_epsilon is None else check_epsilon(target_epsilon)
+        self.noise_multiplier = (
+            None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")
+        )
+        self.delta = check_delta(delta)
+        self.max_grad_norm = check_positive(max_grad_norm, "max_grad_norm")
+        self.accountant = check_accountant(accountant)
+        if accountant == "gdp":
+            warnings.warn(
+                "the GDP accountant is a CLT approximation that Opacus marks as possibly "
+                "underestimating ε; prefer 'prv' or 'rdp' for a released guarantee.",
+                UserWarning,
+                stacklevel=2,
+            )
+        if loss_reduction not in ("mean", "sum"):
+            raise PrivacyConfigError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
+        if planned_steps is not None and (not isinstance(planned_steps, int) or planned_steps < 1):
+            raise PrivacyConfigError(f"planned_steps must be a positive integer, got {planned_steps!r}")
+        self.per_example_mode = per_example_mode
+        self.loss_reduction = loss_reduction
+        self.planned_steps = planned_steps
+        self.dataset_id = dataset_id
+        self.noise_generator = private_generator(noise_seed)
+
+    def callback(self) -> DPCallback:
+        """The Lightning callback of one private stage: it calibrates, privatises and counts its steps into
+        this budget's ledger."""
+        from zoo.privacy.callback import DPCallback
+
+        return DPCallback(self)
+
+    @property
+    def epsilon(self) -> float:
+        """ε spent so far by the plan: the largest guarantee of any dataset in its ledger (0 before training)."""
+        worst = self.ledger.worst_guarantee()
+        return 0.0 if worst is None else worst["epsilon"]
+
+    def release(
+        self,
+        statistic: Tensor,
+        l2_sensitivity: float,
+        dataset_size: int,
+        noise_multiplier: float | None = None,
+        note: str = "",
+    ) -> Tensor:
+        """B1 for a Release stage: ``statistic`` + N(0, (σ·Δ₂)²) on the bound data, entered in the ledger; σ fixed,
+        or, when None, the σ that brings the data to the target ε after what the ledger holds. A fixed σ that
+        would overshoot the target is refused before the statistic is noised."""
+        protected = self._protected_data()
+        target = None if noise_multiplier is not None else self.target_epsilon
+        if noise_multiplier is None and target is None:
+            raise PrivacyConfigError(
+                "this release calibrates σ from the budget: give DPBudget a target_epsilon, not a noise_multiplier."
+            )
+        if noise_multiplier is not None and self.target_epsilon is not None:
+            history = [*self.ledger.history(protected), (noise_multiplier, 1.0, 1)]
+            if epsilon_spent(history, self.delta, self.accountant) > self.target_epsilon:
+                raise PrivacyBudgetExhausted(
+                    f"{note or 'a release'} at σ = {noise_multiplier:g} would take {protected} past "
+                    f"ε = {self.target_epsilon}; raise its σ or the target."
+                )
+        noisy, _ = gaussian_release(
+            statistic,
+            l2_sensitivity,
+            delta=self.delta,
+            dataset_id=protected,
+            dataset_size=dataset_size,
+            target_epsilon=target,
+            noise_multiplier=noise_multiplier,
+            accountant=self.accountant,
+            ledger=self.ledger,
+            generator=self.noise_generator,
+            partition_of=self.partition_of,
+            note=note,
+        )
+        return noisy
+
+
+class PACBudget(Budget):
+    """PAC privacy for a plan of PAC releases: ``mi_bound`` nats with probability ``confidence``, from
+    ``mc_runs`` Monte-Carlo runs on subsets of the pool kept at ``subset_rate`` (``zoo.privacy.pac``)."""
+
+    def __init__(
+        self,
+        mi_bound: float,
+        confidence: float = 0.95,
+        mc_runs: int = 16,
+        subset_rate: float = 0.5,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__()
+        check_pac_settings(mi_bound, confidence, mc_runs)
+        if not 0 < subset_rate < 1:
+            raise PrivacyConfigError(f"subset_rate must lie strictly between 0 and 1, got {subset_rate!r}")
+        self.mi_bound, self.confidence, self.mc_runs, self.subset_rate = mi_bound, confidence, mc_runs, subset_rate
+        self.seed = seed  # tests only: subsets and noise from OS entropy otherwise
+
+    def release(
+        self, mechanism: Callable[[Tensor], Tensor], pool_size: int, squared_diameter: float, note: str = ""
+    ) -> Tensor:
+        """M(X) + B for a fresh subset X of the pool, B calibrated on ``mc_runs`` other subsets, entered in the
+        ledger. ``mechanism`` maps a boolean mask over the pool to a flat output, deterministic given the mask."""
+        noisy, entry = pac_release(
+            mechanism,
+            pool_size,
+            squared_diameter,
+            self._protected_data(),
+            mi_bound=self.mi_bound,
+            confidence=self.confidence,
+            mc_runs=self.mc_runs,
+            subset_rate=self.subset_rate,
+            generator=private_generator(self.seed),
+            note=note,
+        )
+        self.ledger.pac_releases.append(entry)
+        return noisy
