@@ -7,7 +7,8 @@ A method is a LightningModule that declares
 - the constructor arguments its data decides (``data_arguments``: ``image_shape``, ``num_classes``);
 - its stages (``stages``; by default DP-SGD) and, for compositions, its parts (``training_parts``);
 - how it generates (``generate``; ``sample`` adds the checks, seeding and batching) and,
-  optionally, a density (``log_prob``);
+  optionally, a density (``log_prob``, then ``has_density``) or a released set (``released_set``,
+  then ``releases_a_set``);
 - a tiny recipe for the registry's contract test (``tiny_recipe``);
 - what it adds to its card (``display_name``, ``card_tags``, ``card_usage``, ``card_notes``) and its picture
   (``sample_picture``).
@@ -71,6 +72,14 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
     sample_kind: ClassVar[str] = "images"
     #: config.json of the folder a released model was loaded from (``zoo.hub.from_pretrained``), else None
     pretrained_config: dict[str, Any] | None = None
+    #: whether the release is a set of samples (``released_set()``) rather than a generator
+    releases_a_set: ClassVar[bool] = False
+
+    @property
+    def has_density(self) -> bool:
+        """Whether the method defines ``log_prob`` (exact log-density in nats; conditional models take labels):
+        the density metrics and the likelihood attack need one."""
+        return callable(getattr(self, "log_prob", None))
 
     def architecture(self) -> dict[str, Any]:
         """Constructor arguments that rebuild this model (stored in config.json)."""

@@ -91,6 +91,7 @@ class PrivateSet(DPGenerativeModel):
     method = "private-set"
     privacy_barrier = PrivacyBarrier.PRIVATE_CRITIC
     released_modules = ("synthetic_set",)
+    releases_a_set = True
     never_released = ("classifier", "gradient_probe")
 
     def __init__(

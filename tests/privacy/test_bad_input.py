@@ -10,7 +10,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from tests.toys import TinyClassifier, ToyData, tiny_trainer, toy_images
-from zoo.privacy import DPCallback, PrivacyConfigError
+from zoo.privacy import DPBudget, DPCallback, PrivacyConfigError
 
 
 @pytest.mark.parametrize("epsilon", [0, -1.0, math.nan, math.inf, "1"])
@@ -166,3 +166,10 @@ def test_public_parameters_in_the_private_optimizer_are_refused_by_name():
 
     with pytest.raises(PrivacyConfigError, match=r"outside private_modules\(\): \['public.weight', 'public.bias'\]"):
         _fit(Extra())
+
+
+def test_a_callback_takes_a_budget_or_its_settings_by_name():
+    with pytest.raises(PrivacyConfigError, match=r"DPCallback\(target_epsilon=1.0\)"):
+        DPCallback(1.0)
+    with pytest.raises(PrivacyConfigError, match="not both"):
+        DPCallback(DPBudget(target_epsilon=1.0), delta=1e-6)

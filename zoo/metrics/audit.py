@@ -53,7 +53,7 @@ def membership_audit(
             "note": LOWER_BOUND_NOTE,
         },
     }
-    if hasattr(model, "log_prob"):
+    if model.has_density:
         with torch.no_grad():
             scores = [_log_prob(model, images, labels) for images, labels in (members, non_members)]
         report["likelihood"] = attack_summary(*scores)

@@ -28,7 +28,7 @@ def classifier_accuracy_on_synthetic(
     retrains the classifier from a new seed. The protocol counts the distinct images among them:
     a released set (Private Set, P3DM) repeats its few images to fill ``num_samples``.
     """
-    if getattr(model, "num_classes", None) is None:
+    if model.num_classes is None:
         raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional")
     labels = torch.arange(num_samples) % model.num_classes
     images = model.sample(num_samples, labels=labels, seed=seed) if samples is None else samples

@@ -23,12 +23,12 @@ def _log_prob(model: Any, images: torch.Tensor, labels: torch.Tensor | None = No
 
 def check_density(metric: str, model: Any, label: int | None) -> None:
     """Refuse, before any data is read, a density metric the model cannot give."""
-    conditional = getattr(model, "num_classes", None) is not None and hasattr(model, "log_prob")
+    conditional = model.num_classes is not None and model.has_density
     if metric == "ood_auroc" and (label is not None or not conditional):
         raise ValueError(
             f"OOD AUROC needs a class-conditional density (log_prob(x, labels)); {model.method} is not one"
         )
-    if not hasattr(model, "log_prob"):
+    if not model.has_density:
         raise ValueError(f"{model.method} has no log_prob")
 
 
@@ -55,7 +55,7 @@ def heldout_log_likelihood(model: Any, reference: ReferenceImages, label: int | 
     check_density("log_likelihood", model, label)
     reference = reference.of_class(label)
     images, labels = reference.images, reference.labels
-    conditional = getattr(model, "num_classes", None) is not None
+    conditional = model.num_classes is not None
     scores = _log_prob(model, images, labels if conditional else None)
     dims = int(model.log_prob_dims)
     return {

@@ -18,7 +18,7 @@ EPOCHS, LEARNING_RATE, BATCH = 300, 0.01, 256
 
 def set_accuracy(model: Any, dataset: str | ReferenceImages, runs: int = 5, seed: int = 0) -> dict[str, Any]:
     """Mean ± std test accuracy (%) of the paper's ConvNet trained on ``model.released_set()``."""
-    if not callable(getattr(model, "released_set", None)):
+    if not model.releases_a_set:
         raise ValueError(
             f"set_accuracy trains on a released set, and {model.method} releases a generator, not a set; "
             "use the cas metrics"

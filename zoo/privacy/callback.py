@@ -44,8 +44,11 @@ class DPCallback(pl.Callback):
     """
 
     def __init__(self, budget: DPBudget | None = None, **settings: Any) -> None:
-        if budget is not None and settings:
-            raise PrivacyConfigError("give DPCallback a DPBudget or DPBudget's settings, not both")
+        if budget is not None and (settings or not isinstance(budget, DPBudget)):
+            raise PrivacyConfigError(
+                "DPCallback takes a DPBudget, or DPBudget's settings by name (DPCallback(target_epsilon=1.0)), "
+                f"not both; got {budget!r} first"
+            )
         self.budget = budget if budget is not None else DPBudget(**settings)
         self.entry: LedgerEntry | None = None
         self.allowed_steps: int | None = None
