@@ -213,10 +213,12 @@ class GSWGAN(HelperParts, DPGenerativeModel):
     @classmethod
     def card_notes(cls, config: dict[str, Any]) -> list[str]:
         arch = config["architecture"]
+        scheduled = arch.get("critics_per_step", 1)
+        next_critics = "the next critic" if scheduled == 1 else f"the next {scheduled} critics"
         notes = [
             f"Stages: {arch['critics']:,} critics, each pretrained for {arch['pretrain_steps']:,} steps on its own "
             "part of the data (a keyed hash of each record decides its part) and never released; then generator steps, "
-            "each training the next critic in a fixed (public) order and then querying one critic drawn at random "
+            f"each training {next_critics} in a fixed (public) order and then querying one critic drawn at random "
             f"through the gradient sanitiser (batch {arch['batch_size']}). The released generator is the moving "
             "average of the trained one."
         ]

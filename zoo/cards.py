@@ -275,9 +275,19 @@ def _per_class_tables(details: dict[str, Any]) -> list[dict[str, Any]]:
     return tables
 
 
+#: above this ε a card says plainly that the number protects no one
+VACUOUS_EPSILON = 100.0
+
+
 def _composition_notes(privacy: dict[str, Any]) -> list[str]:
     notes = []
     for guarantee in privacy["guarantees"]:
+        if guarantee["epsilon"] > VACUOUS_EPSILON:
+            notes.append(
+                f"ε = {guarantee['epsilon']:g} for {guarantee['dataset']} protects no one: it allows any outcome "
+                f"to become e^{guarantee['epsilon']:g} times likelier with a record than without, so this model "
+                "shows what the method learns under the noise its sound accounting sets, not a private release."
+            )
         if guarantee["partitions"]:
             parts = guarantee["partitions"]
             trained = "one disjoint part" if parts == 1 else f"{parts} disjoint parts, each at its own budget"

@@ -16,7 +16,7 @@ from torch.utils.data import TensorDataset
 import zoo
 from lightning_modules import DPLFlow
 from tests.toys import ToyData, tiny_trainer
-from zoo.cards import model_cards_index
+from zoo.cards import VACUOUS_EPSILON, model_cards_index
 from zoo.hub import CheckpointError, SaveTargetError, check_save_target, from_pretrained, save_pretrained
 from zoo.privacy import DPCallback
 from zoo.registry import UnknownModelError
@@ -57,6 +57,17 @@ def test_card_parses_and_states_the_guarantee(saved):
     assert privacy["delta"] == 1e-5 and privacy["accountant"] == "rdp" and privacy["barrier"] == "B4"
     assert {"differential-privacy", "dp-lflow"} <= set(card.data.tags) and card.data.library_name == "dpzoo"
     assert "(ε = " in card.text
+
+
+def test_a_card_says_plainly_when_its_epsilon_protects_no_one(tmp_path):
+    model = DPLFlow(**TINY)
+    callback = DPCallback(noise_multiplier=0.3, max_grad_norm=0.1, accountant="rdp")
+    images = TensorDataset(torch.rand(64, 1, 8, 8, generator=torch.Generator().manual_seed(0)), torch.zeros(64))
+    tiny_trainer([callback], 40).fit(model, ToyData(images, 0.9, "toy-images"))
+    assert model.privacy_ledger.epsilon("toy-images") > VACUOUS_EPSILON
+    card = (save_pretrained(model.eval(), tmp_path / "vacuous") / "README.md").read_text()
+    assert "protects no one" in card
+    assert "protects no one" not in (save_pretrained(tiny_private_flow(), tmp_path / "flow") / "README.md").read_text()
 
 
 def test_half_precision_release_loads(saved, tmp_path):
