@@ -1,13 +1,15 @@
 """GS-WGAN: critics on per-record parts, never released; the generator learns only through the
 sanitiser; its ε recomputed from what a run did."""
 
+import json
 from types import SimpleNamespace
 
 import dp_accounting
 import pytest
 import pytorch_lightning as pl
 import torch
-from dp_accounting import pld
+from dp_accounting import pld, rdp
+from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
 from lightning_modules.base import toy_images
@@ -16,6 +18,7 @@ from lightning_modules.nets.dcgan import DCGANCritic, DCGANGenerator, ResNetGene
 from zoo.data import TensorDataModule
 from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPBudget, DPCallback, GradientSanitizer, PrivacyConfigError, PrivateHelpers, epsilon_spent
+from zoo.registry import checkpoints_dir
 from zoo.stages import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -202,3 +205,22 @@ def test_several_processes_are_refused(monkeypatch):
     monkeypatch.setattr(type(model), "trainer", SimpleNamespace(world_size=2))
     with pytest.raises(PrivacyConfigError, match="one device"):
         model.on_train_start()
+
+
+GS_WGAN_CHECKPOINTS = sorted(p.parent.name for p in checkpoints_dir().glob("gs-wgan-*/config.json"))
+
+
+@pytest.mark.parametrize("model_id", GS_WGAN_CHECKPOINTS)
+def test_a_shipped_gs_wgan_epsilon_recomputes_from_its_ledger_with_dp_accounting(model_id):
+    """One Poisson-subsampled Gaussian per step at rate 1/K, noise σ_row / (2√B), by dp-accounting's RDP."""
+    config = json.loads((checkpoints_dir() / model_id / "config.json").read_text())
+    (entry,) = config["privacy_ledger"]["entries"]
+    rows = config["architecture"]["batch_size"]
+    assert entry["sample_rate"] == pytest.approx(1 / config["architecture"]["critics"])
+    sigma = entry["parameters"]["row_noise_multiplier"] / (2 * rows**0.5)
+    assert entry["noise_multiplier"] == pytest.approx(sigma)
+    accountant = rdp.RdpAccountant()
+    event = dp_accounting.PoissonSampledDpEvent(entry["sample_rate"], dp_accounting.GaussianDpEvent(sigma))
+    accountant.compose(dp_accounting.SelfComposedDpEvent(event, entry["steps"]))
+    card = ModelCard.load(checkpoints_dir() / model_id / "README.md").data.to_dict()["privacy"]
+    assert card["epsilon"] == pytest.approx(accountant.get_epsilon(entry["delta"]), rel=1e-3)
