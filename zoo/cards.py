@@ -282,7 +282,7 @@ VACUOUS_EPSILON = 100.0
 def _composition_notes(privacy: dict[str, Any]) -> list[str]:
     notes = []
     for guarantee in privacy["guarantees"]:
-        if guarantee["epsilon"] > VACUOUS_EPSILON:
+        if guarantee.get("epsilon", 0.0) > VACUOUS_EPSILON:  # a PAC guarantee has no ε
             notes.append(
                 f"ε = {guarantee['epsilon']:g} for {guarantee['dataset']} protects no one: it allows any outcome "
                 f"to become e^{guarantee['epsilon']:g} times likelier with a record than without, so this model "
