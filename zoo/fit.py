@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pytorch_lightning import LightningDataModule
 from pytorch_lightning.cli import LightningCLI
 
@@ -35,6 +36,13 @@ from zoo.shapes import DataShapeError, data_arguments_of, model_for_data
 from zoo.stages import pretrain_public, train
 
 IMAGES_OPTION = "--images"
+#: how a recipe written before budgets had their own block named its budget, among trainer.callbacks
+OLD_BUDGETS = ("zoo.privacy.DPCallback", "zoo.privacy.pac.PACPrivacy")
+MOVE_THE_BUDGET = (
+    "the recipe names its budget among trainer.callbacks; recipes now give it a top-level block instead: move "
+    "the callback's init_args under `privacy:` with `class_path: zoo.privacy.DPBudget` (zoo.privacy.PACBudget "
+    "for a PACPrivacy), see any recipe in configs/"
+)
 #: what a recipe's data block passes on to a user's image folder: the rest is the folder's own default
 KEPT_FROM_RECIPE = ("sample_rate",)
 
@@ -132,9 +140,22 @@ def _expand_images(argv: Sequence[str]) -> list[str]:
     return [*expanded, *images]
 
 
+def _refuse_old_style_recipes(args: Sequence[str]) -> None:
+    """A recipe file with its budget among trainer.callbacks is refused before parsing, which would
+    otherwise fail inside jsonargparse on the removed PACPrivacy."""
+    configs = [Path(value) for option, value in zip(args, args[1:], strict=False) if option == "--config"]
+    configs += [Path(token.split("=", 1)[1]) for token in args if token.startswith("--config=")]
+    for config in configs:
+        recipe = yaml.safe_load(config.read_text()) if config.is_file() else None
+        callbacks = ((recipe or {}).get("trainer") or {}).get("callbacks") or []
+        if any(isinstance(c, dict) and c.get("class_path") in OLD_BUDGETS for c in callbacks):
+            raise PrivacyConfigError(f"{config}: {MOVE_THE_BUDGET}")
+
+
 def _cli(args: Sequence[str]) -> DPZooCLI:
     # dpzoo passes its own argv on as ``args``; Lightning warns when sys.argv is also set
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
+    _refuse_old_style_recipes(args)
     return DPZooCLI(
         DPGenerativeModel,
         LightningDataModule,
@@ -147,16 +168,12 @@ def _cli(args: Sequence[str]) -> DPZooCLI:
 
 
 def _trainer_callbacks(cli: DPZooCLI) -> tuple[list[Any], dict[str, Any]]:
-    """The recipe's trainer callbacks and its other Trainer arguments. A budget among the callbacks is a
-    recipe written before budgets had their own block: refused, saying how to move it."""
+    """The recipe's trainer callbacks and its other Trainer arguments. A budget among the callbacks (given on
+    the command line) is refused, saying how to move it."""
     options = dict(cli.config_init["trainer"])
     callbacks = list(options.pop("callbacks", None) or [])
     if any(isinstance(c, DPCallback) for c in callbacks):
-        raise PrivacyConfigError(
-            "the recipe names its budget as a DPCallback in trainer.callbacks; recipes now give it a top-level "
-            "block instead: move the callback's init_args under `privacy:` with `class_path: zoo.privacy.DPBudget` "
-            "(see any recipe in configs/)"
-        )
+        raise PrivacyConfigError(MOVE_THE_BUDGET)
     return callbacks, options
 
 

@@ -158,6 +158,15 @@ def test_a_recipe_with_its_budget_among_the_trainer_callbacks_is_refused_saying_
     assert main(["fit", "--config", str(old_style), "--save_pretrained", str(tmp_path / "never")]) == 2
     assert "move the callback's init_args under `privacy:`" in capsys.readouterr().err
     assert not (tmp_path / "never").exists()
+    old_pac = tmp_path / "old-pac.yaml"
+    old_pac.write_text(old_style.read_text().replace("zoo.privacy.DPCallback", "zoo.privacy.pac.PACPrivacy"))
+    assert main(["fit", "--config", str(old_pac)]) == 2
+    assert "zoo.privacy.PACBudget for a PACPrivacy" in capsys.readouterr().err
+    no_budget = tmp_path / "no-budget.yaml"
+    no_budget.write_text("model:" + FIT_RECIPE.split("model:")[1])
+    budget_on_the_command_line = ["--trainer.callbacks+=zoo.privacy.DPCallback", "--trainer.callbacks.target_epsilon=1"]
+    assert main(["fit", "--config", str(no_budget), *budget_on_the_command_line]) == 2
+    assert "move the callback's init_args under `privacy:`" in capsys.readouterr().err
 
 
 def test_cli_list_and_model_cards_check(tmp_path, monkeypatch, capsys):
