@@ -57,6 +57,15 @@ def test_a_fixed_release_then_calibrated_steps_meet_the_target_together():
     assert epsilon_spent(steps.history(), 1e-5, "rdp") < 1.95  # the release took its share
 
 
+def test_a_budget_that_names_its_data_puts_the_release_and_the_steps_on_that_one_name():
+    """Both stages spend on one dataset id, so the steps are calibrated after the release and they compose."""
+    model = Staged(lambda m: [Release("mean", lambda d, b: m.release_mean(d, b, 8.0)), PrivateSteps()])
+    budget = DPBudget(target_epsilon=2.0, accountant="rdp", dataset_id="named")
+    train(model, toy_images(), budget, max_steps=5, **QUIET)
+    assert [entry.dataset_id for entry in model.privacy_ledger.entries] == ["named", "named"]
+    assert 1.95 < budget.epsilon <= 2.0
+
+
 def test_a_calibrated_release_spends_the_whole_target_and_a_fixed_one_may_not_overshoot():
     model = Staged(lambda m: [Release("mean", m.release_mean, calibrated=True), PublicSteps("fit", 2)])
     data = toy_images()

@@ -107,6 +107,11 @@ class DPBudget(Budget):
         self.dataset_id = dataset_id
         self.noise_generator = private_generator(noise_seed)
 
+    def bind(self, ledger: PrivacyLedger, protected: str | None, partition_of: str | None = None) -> None:
+        """As ``Budget.bind``, but a budget that names its data (``dataset_id``) spends on that name, as its
+        private stages do: every stage of the plan then composes on one dataset id."""
+        super().bind(ledger, self.dataset_id or protected, partition_of)
+
     def callback(self) -> DPCallback:
         """The Lightning callback of one private stage: it calibrates, privatises and counts its steps into
         this budget's ledger."""
