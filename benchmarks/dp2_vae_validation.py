@@ -59,15 +59,17 @@ def main() -> None:
     torch.manual_seed(args.seed)
     (images, labels), held_out = validation_halves(args.dataset)
     channels = tuple(int(c) for c in args.channels.split(","))
+    shape = tuple(images.shape[1:])  # the data's image shape: MNIST's or CIFAR-10's
     start = time.time()
     if args.variant == "dp-encoder":
         z = args.z or calibrate_noise_multiplier(args.eps, 1e-5, args.batch / args.private_n, args.steps, "prv")
-        model = DP2VAEDPEncoder(channels=channels, latent_dim=args.latent, learning_rate=args.lr)
+        model = DP2VAEDPEncoder(image_shape=shape, channels=channels, latent_dim=args.latent, learning_rate=args.lr)
         data_rate, noise = args.batch / len(labels), z
     else:
         z = args.z or calibrate_noise_multiplier(args.eps, 1e-5, 1 / args.encoders, args.steps, "prv")
         probe_parts = max(1, round(len(labels) * args.encoders / args.private_n))
         model = DP2VAE(
+            image_shape=shape,
             channels=channels,
             latent_dim=args.latent,
             encoders=probe_parts,

@@ -12,6 +12,7 @@ calibrated to what is left of ε.
 
     python benchmarks/dp_merf_validation.py --dataset mnist --eps 1 --width2 20 --nobn
     python benchmarks/dp_merf_validation.py --dataset cifar10 --eps 10 --width2 200 --nobn --steps 1000
+    python benchmarks/dp_merf_validation.py --dataset mnist --eps 1 --width2 20 --nobn --scatter 2 --mix  # kymatio
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import functools
 import json
 import math
 import time
+from collections.abc import Callable
 
 import torch
+from torch import Tensor
 from torchvision.utils import save_image
 from validation_halves import emulated_central_images, held_out_cnn_accuracy, validation_halves
 
@@ -34,6 +37,27 @@ from lightning_modules.nets.random_features import (
     mixture_frequencies,
 )
 from zoo.privacy import calibrate_noise_multiplier
+
+
+def scattering_features(shape: tuple[int, ...], args: argparse.Namespace) -> Callable[[Tensor], Tensor]:
+    """Fourier features of the ScatterNet coefficients (kymatio, no learned weights) of width √scatter_width2,
+    with half the features on the pixels at width √width2 when ``--mix``: each row of norm 1, so the release's
+    sensitivity is unchanged. Tried for issue 27; not kept (README, "DP-MERF")."""
+    import scipy.special
+
+    scipy.special.sph_harm = None  # kymatio 0.3 imports it (removed in SciPy 1.17) for its 3-D transform only
+    from kymatio.torch import Scattering2D
+
+    scattering = Scattering2D(J=args.scatter, shape=shape[1:])
+    dim = math.prod(scattering(torch.zeros(1, *shape)).shape)
+    scattered = RandomFourierFeatures(dim, args.features // (1 + args.mix), math.sqrt(args.scatter_width2), args.seed)
+    pixels = RandomFourierFeatures(math.prod(shape), args.features // 2, math.sqrt(args.width2), args.seed + 1)
+
+    def features(x: Tensor) -> Tensor:
+        on_scattering = scattered(scattering(x.reshape(len(x), *shape)).flatten(1))
+        return torch.cat([on_scattering, pixels(x)], 1) / math.sqrt(2) if args.mix else on_scattering
+
+    return features
 
 
 def main() -> None:
@@ -58,17 +82,23 @@ def main() -> None:
     parser.add_argument("--warm-sigma", type=float, default=None, help="σ of the central images (none: no warm start)")
     parser.add_argument("--warm-clip", type=float, default=10.0, help="L2 bound R on each image for the central images")
     parser.add_argument("--warm-steps", type=int, default=500)
+    parser.add_argument("--scatter", type=int, default=None, help="J: Fourier features of the ScatterNet coefficients")
+    parser.add_argument("--scatter-width2", type=float, default=0.5, help="kernel width² on the scattering")
+    parser.add_argument("--mix", action="store_true", help="with --scatter: half the features on pixels")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     (embedded_images, embedded_labels), held_out = validation_halves(args.dataset)
-    features = RandomFourierFeatures(embedded_images[0].numel(), args.features, math.sqrt(args.width2), seed=args.seed)
+    shape = tuple(embedded_images.shape[1:])
+    if args.scatter:
+        features = scattering_features(shape, args)
+    else:
+        features = RandomFourierFeatures(math.prod(shape), args.features, math.sqrt(args.width2), seed=args.seed)
     with torch.no_grad():
         mean = labelled_embedding(features(embedded_images), embedded_labels, 10) / len(embedded_labels)
     prior = [] if args.warm_sigma is None else [(args.warm_sigma, 1.0, 1)]
     sigma = calibrate_noise_multiplier(args.eps, 1e-5, 1.0, 1, "prv", prior)
     target = mean + sigma / args.private_n * torch.randn(mean.shape)
     channels = tuple(int(c) for c in args.channels.split(","))
-    shape = tuple(embedded_images.shape[1:])
     generator = build_generator(
         args.generator, args.code, 10, shape, args.hidden, channels, 5, not args.nobn, args.width
     )

@@ -3,9 +3,9 @@ through torch-fidelity's ``inception-v3-compat``):
 
     python benchmarks/inception_fid.py [--n 10000]
 
-prints the FID of n CIFAR-10 training images against n test images, of n MNIST test images against n
-training images, and the seconds per 1,000 images of the extractor on this machine. FID is biased
-upwards at small n: compare numbers of the same n only.
+prints the FID of n random CIFAR-10 training images against the first n test images, of the first n
+MNIST test images against n random training images, and the seconds per 1,000 images of the extractor
+on this machine. FID is biased upwards at small n: compare numbers of the same n only.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ def floor(dataset: str, first: tuple[str, bool], second: tuple[str, bool], n: in
     sets = []
     for _, train in (first, second):
         images, _ = load_images(dataset, train=train)
-        sets.append(images[torch.randperm(len(images), generator=generator)[:n]])
+        # the test split in its own order, as `dpzoo evaluate` takes it, so both share the cached features
+        sets.append(images[torch.randperm(len(images), generator=generator)[:n]] if train else images[:n])
     start = time.perf_counter()
     result = fidelity_metrics(sets[0], sets[1], ("fid",), dataset)["fid"]
     seconds = time.perf_counter() - start
