@@ -45,19 +45,21 @@ def scattering_features(shape: tuple[int, ...], args: argparse.Namespace) -> Cal
     sensitivity is unchanged. Tried for issue 27; not kept (README, "DP-MERF")."""
     import scipy.special
 
-    scipy.special.sph_harm = None  # kymatio 0.3 imports it (removed in SciPy 1.17) for its 3-D transform only
+    if not hasattr(scipy.special, "sph_harm"):  # kymatio 0.3 imports it (gone in SciPy 1.17) for 3-D scattering only
+        scipy.special.sph_harm = None
     from kymatio.torch import Scattering2D
 
     scattering = Scattering2D(J=args.scatter, shape=shape[1:])
     dim = math.prod(scattering(torch.zeros(1, *shape)).shape)
     scattered = RandomFourierFeatures(dim, args.features // (1 + args.mix), math.sqrt(args.scatter_width2), args.seed)
+
+    def on_scattering(x: Tensor) -> Tensor:
+        return scattered(scattering(x.reshape(len(x), *shape)).flatten(1))
+
+    if not args.mix:
+        return on_scattering
     pixels = RandomFourierFeatures(math.prod(shape), args.features // 2, math.sqrt(args.width2), args.seed + 1)
-
-    def features(x: Tensor) -> Tensor:
-        on_scattering = scattered(scattering(x.reshape(len(x), *shape)).flatten(1))
-        return torch.cat([on_scattering, pixels(x)], 1) / math.sqrt(2) if args.mix else on_scattering
-
-    return features
+    return lambda x: torch.cat([on_scattering(x), pixels(x)], 1) / math.sqrt(2)
 
 
 def main() -> None:
