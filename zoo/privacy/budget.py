@@ -110,7 +110,11 @@ class DPBudget(Budget):
     def bind(self, ledger: PrivacyLedger, protected: str | None, partition_of: str | None = None) -> None:
         """As ``Budget.bind``, but a budget that names its data (``dataset_id``) spends on that name, as its
         private stages do: every stage of the plan then composes on one dataset id."""
-        super().bind(ledger, self.dataset_id or protected, partition_of)
+        super().bind(ledger, self.data_named(protected), partition_of)
+
+    def data_named(self, data_id: str | None) -> str | None:
+        """The dataset id this budget spends on: its own ``dataset_id`` when given, else the data's."""
+        return self.dataset_id or data_id
 
     def callback(self) -> DPCallback:
         """The Lightning callback of one private stage: it calibrates, privatises and counts its steps into

@@ -115,7 +115,7 @@ class DPCallback(pl.Callback):
             trainer.should_stop = True
 
     def _dataset_id(self, trainer: pl.Trainer, dataset_size: int) -> str:
-        dataset_id = self.budget.dataset_id or getattr(trainer.datamodule, "dataset_id", None)
+        dataset_id = self.budget.data_named(getattr(trainer.datamodule, "dataset_id", None))
         if dataset_id is None:
             warnings.warn(
                 "no dataset_id given (DPCallback(dataset_id=...) or datamodule.dataset_id); the ledger "
