@@ -22,7 +22,21 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from zoo.layout import CheckpointError
     from zoo.registry import UnknownModelError
 
-    return (CheckpointError, UnknownModelError, ValueError, FileNotFoundError)
+    return (CheckpointError, UnknownModelError, ValueError, FileNotFoundError, FileExistsError)
+
+
+def _plain_message(error: Exception) -> str:
+    """jsonargparse reports a recipe's bad value (a budget's ε, a missing folder) as a failed match of every
+    member of ``Class | None``; keep the class's own message and name the class."""
+    import re
+
+    text = str(error)
+    if not text.startswith("Does not validate against any of the Union subtypes"):
+        return text
+    reasons = [line.strip()[2:] for line in text.splitlines() if line.strip().startswith("- ")]
+    reasons = [reason for reason in reasons if "NoneType" not in reason]
+    named = re.search(r"class_path='([^']+)'", text)
+    return f"{named.group(1) + ': ' if named else ''}{' '.join(reasons)}" if reasons else text
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -40,6 +54,12 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_existing(path: Path, option: str, overwrite: bool) -> None:
+    """Before any work: a file the command would write is never replaced unless ``--overwrite`` says so."""
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{option} {path} exists: pass --overwrite to replace it, or choose another path")
+
+
 def _sample(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in {*IMAGE_SUFFIXES, *ROW_SUFFIXES}:
@@ -47,6 +67,7 @@ def _sample(args: argparse.Namespace) -> int:
             f"--out must end in {', '.join(IMAGE_SUFFIXES)} (a picture) or, for table models, "
             f"{', '.join(ROW_SUFFIXES)} (rows); got {out.suffix or 'no suffix'!r}"
         )
+    _refuse_existing(out, "--out", args.overwrite)
     from zoo.loading import load
 
     model = load(args.model)
@@ -112,6 +133,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from zoo.metrics.publication import check_publishable
 
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
+    if args.json:
+        _refuse_existing(Path(args.json), "--json", args.overwrite)
     if args.write_card:
         check_publishable(metrics or ())  # before any work
     folder = resolve(args.model)
@@ -221,6 +244,7 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     sample.add_argument(
         "--nrow", type=int, default=None, help="images per grid row (default: one per class, or 8 when unconditional)"
     )
+    sample.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     sample.set_defaults(run=_sample)
 
     metric_help = "comma-separated (default: fid_lenet,cas for mnist/fashion_mnist, fid,cas for an image folder)"
@@ -252,6 +276,7 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=0, help="seed for sampling and classifiers")
     evaluate.add_argument("--feature-extractor-weights", default=None, help="local Inception weights for fid/kid/isc")
     evaluate.add_argument("--json", default=None, help="also write the results as JSON here")
+    evaluate.add_argument("--overwrite", action="store_true", help="replace the --json file if it exists")
     evaluate.add_argument("--write-card", action="store_true", help="record the results in the model's config and card")
     evaluate.set_defaults(run=_evaluate)
 
@@ -287,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         if not isinstance(error, _user_errors()):
             raise
-        print(f"dpzoo {command}: error: {error}", file=sys.stderr)
+        print(f"dpzoo {command}: error: {_plain_message(error)}", file=sys.stderr)
         return 2
 
 

@@ -123,21 +123,27 @@ def command_line_keys(argv: Sequence[str]) -> set[str]:
 
 
 def _expand_images(argv: Sequence[str]) -> list[str]:
-    """``--images PATH`` as LightningCLI's ``--data ImageFolderDataModule --data.root PATH``, placed last so
-    that it replaces the recipe's data wherever it stands on the command line."""
+    """``--images PATH`` as LightningCLI's ``--data ImageFolderDataModule --data.root PATH``, placed right after
+    the last recipe (``--config``) so that it replaces the recipe's data wherever it stands on the command line,
+    and the folder's own settings (``--data.init_args.image_size 32``) apply to it wherever they stand."""
     expanded: list[str] = []
     images: list[str] = []
+    after_recipe = 0
     tokens = iter(argv)
     for token in tokens:
         name, _, value = token.partition("=")
-        if name != IMAGES_OPTION:
-            expanded.append(token)
+        if name == IMAGES_OPTION:
+            root = value or next(tokens, None)
+            if not root:
+                raise ValueError(f"{IMAGES_OPTION} needs the path of an image folder")
+            images = ["--data", "zoo.data.ImageFolderDataModule", "--data.root", root]
             continue
-        root = value or next(tokens, None)
-        if not root:
-            raise ValueError(f"{IMAGES_OPTION} needs the path of an image folder")
-        images = ["--data", "zoo.data.ImageFolderDataModule", "--data.root", root]
-    return [*expanded, *images]
+        expanded.append(token)
+        if name == "--config":
+            if not value:
+                expanded.append(next(tokens, ""))
+            after_recipe = len(expanded)
+    return [*expanded[:after_recipe], *images, *expanded[after_recipe:]]
 
 
 def _refuse_old_style_recipes(args: Sequence[str]) -> None:

@@ -55,3 +55,33 @@ def test_evaluate_help_lists_every_metric_and_the_local_diagnostics(capsys):
 def test_sample_names_the_formats_it_writes_before_loading_anything(capsys):
     assert main(["sample", "no-such-model", "--out", "rows.txt"]) == 2
     assert "--out must end in .png, .jpg, .jpeg" in capsys.readouterr().err
+
+
+def test_sample_and_evaluate_never_replace_a_file_unasked(tmp_path, capsys):
+    """An existing --out or --json is refused before the model is loaded; --overwrite replaces it."""
+    from tests.zoo.test_hub import tiny_private_flow
+    from zoo.hub import save_pretrained
+
+    folder = save_pretrained(tiny_private_flow(), tmp_path / "m")
+    grid, report = tmp_path / "grid.png", tmp_path / "report.json"
+    grid.write_bytes(b"mine")
+    report.write_text("mine")
+    assert main(["sample", "no-such-model", "--out", str(grid)]) == 2
+    assert f"--out {grid} exists: pass --overwrite" in capsys.readouterr().err
+    assert main(["evaluate", "no-such-model", "--json", str(report)]) == 2
+    assert f"--json {report} exists: pass --overwrite" in capsys.readouterr().err
+    assert grid.read_bytes() == b"mine" and report.read_text() == "mine"
+    assert main(["sample", str(folder), "--n", "4", "--out", str(grid), "--overwrite"]) == 0
+    assert grid.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_recipes_bad_value_is_answered_in_the_classs_own_words(capsys, tmp_path):
+    """jsonargparse's union report (every member of ``Budget | None`` failed) is reduced to the class's message."""
+    recipe = ["fit", "--config", "configs/dp_merf_mnist_eps1.yaml"]
+    assert main([*recipe, "--privacy.init_args.target_epsilon", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "error: zoo.privacy.DPBudget: target_epsilon must be a finite number > 0, got -1.0" in err
+    assert "Union subtypes" not in err and "NoneType" not in err
+    missing = tmp_path / "missing"
+    assert main([*recipe, "--images", str(missing)]) == 2
+    assert f"error: zoo.data.ImageFolderDataModule: no image folder at {missing}" in capsys.readouterr().err

@@ -94,6 +94,17 @@ def test_a_shape_set_on_the_command_line_is_kept_and_a_conflict_named(folder, tm
     assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.parametrize("resize_first", [True, False])
+def test_the_folders_own_settings_on_the_command_line_apply_to_it(folder, tmp_path, resize_first):
+    """The README's ``--data.init_args.image_size 32`` (which the shape errors recommend) resizes the folder,
+    on either side of ``--images``."""
+    resize, images = ["--data.init_args.image_size", "16"], ["--images", str(folder)]
+    fit = ["fit", "--config", "configs/dp_merf_mnist_eps1.yaml", *TINY_MERF, "--trainer.max_steps", "1"]
+    fit += [*resize, *images] if resize_first else [*images, *resize]
+    assert main([*fit, "--trainer.enable_progress_bar", "false", "--save_pretrained", str(tmp_path / "m")]) == 0
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["architecture"]["image_shape"] == [3, 16, 16]
+
+
 def test_a_net_that_cannot_take_the_shape_says_which_it_takes(tmp_path):
     odd = ImageFolderDataModule(str(write_image_folder(tmp_path / "odd", per_class=2, size=(30, 30))))
     dp_lflow = registered_methods()["dp-lflow"]
