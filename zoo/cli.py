@@ -4,6 +4,7 @@ that needs them, so ``dpzoo --help`` answers at once."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,8 +29,6 @@ def _user_errors() -> tuple[type[Exception], ...]:
 def _plain_message(error: Exception) -> str:
     """jsonargparse reports a recipe's bad value (a budget's ε, a missing folder) as a failed match of every
     member of ``Class | None``; keep the class's own message and name the class."""
-    import re
-
     text = str(error)
     if not text.startswith("Does not validate against any of the Union subtypes"):
         return text
