@@ -4,7 +4,6 @@ that needs them, so ``dpzoo --help`` answers at once."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,18 +23,6 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from zoo.registry import UnknownModelError
 
     return (CheckpointError, UnknownModelError, ValueError, FileNotFoundError, FileExistsError)
-
-
-def _plain_message(error: Exception) -> str:
-    """jsonargparse reports a recipe's bad value (a budget's ε, a missing folder) as a failed match of every
-    member of ``Class | None``; keep the class's own message and name the class."""
-    text = str(error)
-    if not text.startswith("Does not validate against any of the Union subtypes"):
-        return text
-    reasons = [line.strip()[2:] for line in text.splitlines() if line.strip().startswith("- ")]
-    reasons = [reason for reason in reasons if "NoneType" not in reason]
-    named = re.search(r"class_path='([^']+)'", text)
-    return f"{named.group(1) + ': ' if named else ''}{' '.join(reasons)}" if reasons else text
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -311,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         if not isinstance(error, _user_errors()):
             raise
-        print(f"dpzoo {command}: error: {_plain_message(error)}", file=sys.stderr)
+        print(f"dpzoo {command}: error: {error}", file=sys.stderr)
         return 2
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import shlex
 import warnings
 from collections.abc import Sequence
@@ -140,8 +141,8 @@ def _expand_images(argv: Sequence[str]) -> list[str]:
             continue
         expanded.append(token)
         if name == "--config":
-            if not value:
-                expanded.append(next(tokens, ""))
+            if not value and (path := next(tokens, None)) is not None:
+                expanded.append(path)
             after_recipe = len(expanded)
     return [*expanded[:after_recipe], *images, *expanded[after_recipe:]]
 
@@ -162,15 +163,32 @@ def _cli(args: Sequence[str]) -> DPZooCLI:
     # dpzoo passes its own argv on as ``args``; Lightning warns when sys.argv is also set
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
     _refuse_old_style_recipes(args)
-    return DPZooCLI(
-        DPGenerativeModel,
-        LightningDataModule,
-        subclass_mode_model=True,
-        subclass_mode_data=True,
-        args=_expand_images(args),
-        run=False,
-        save_config_callback=None,
-    )
+    try:
+        return DPZooCLI(
+            DPGenerativeModel,
+            LightningDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            args=_expand_images(args),
+            run=False,
+            save_config_callback=None,
+        )
+    except ValueError as error:
+        plain = _class_message(str(error))
+        if plain is None:
+            raise
+        raise ValueError(plain) from None
+
+
+def _class_message(report: str) -> str | None:
+    """jsonargparse reports a recipe's bad value (a budget's ε, a missing folder) as a failed match of every
+    member of ``Class | None``: the class's own message, naming the class (None for any other error)."""
+    if not report.startswith("Does not validate against any of the Union subtypes"):
+        return None
+    reasons = [line.strip()[2:] for line in report.splitlines() if line.strip().startswith("- ")]
+    reasons = [reason for reason in reasons if "NoneType" not in reason]
+    named = re.search(r"class_path='([^']+)'", report)
+    return f"{named.group(1) + ': ' if named else ''}{' '.join(reasons)}" if reasons else None
 
 
 def _trainer_callbacks(cli: DPZooCLI) -> tuple[list[Any], dict[str, Any]]:
