@@ -90,6 +90,7 @@ class DP2VAE(HelperParts, _ConditionalVAE):
     method = "dp2-vae"
     never_released = ("encoders", "scratch_decoder")
     pretraining = PRETRAINING
+    helper_networks = "encoders"
 
     def __init__(
         self,

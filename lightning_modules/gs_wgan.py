@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
-from lightning_modules.helper_parts import HelperParts
+from lightning_modules.helper_parts import HelperParts, buffers_restored
 from lightning_modules.nets.dcgan import GENERATORS, DCGANCritic
 from zoo.privacy import PrivacyBarrier, epsilon_spent
 from zoo.registry import register_method
@@ -47,6 +47,7 @@ class GSWGAN(HelperParts, DPGenerativeModel):
     released_modules = ("generator",)
     never_released = ("critics", "scratch_generator")
     pretraining = PRETRAINING
+    helper_networks = "critics"
 
     def __init__(
         self,
@@ -173,7 +174,8 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         if sanitise:
             fake = self.gradient_sanitizer(fake)
         critic.requires_grad_(False)
-        loss = -critic(fake, labels).mean()
+        with buffers_restored([critic]):  # the query leaves the critic as it was (spectral norm's vectors)
+            loss = -critic(fake, labels).mean()
         optimizer.zero_grad(set_to_none=True)
         self.manual_backward(loss)
         optimizer.step()

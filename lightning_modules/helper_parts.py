@@ -12,12 +12,12 @@ accounting assumes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from zoo.privacy import PrivacyConfigError, PrivateHelpers
 from zoo.privacy.partition import new_partition_key
@@ -40,6 +40,22 @@ def public_randomness(stream: int, step: int, device: torch.device) -> Iterator[
         yield
 
 
+@contextmanager
+def buffers_restored(modules: Iterable[nn.Module]) -> Iterator[None]:
+    """Whatever runs inside leaves these modules' buffers as they were. A forward pass in training mode
+    moves buffers (spectral norm's power-iteration vectors, batch-norm statistics), so without this a
+    query would leave a trace of the secret draw in the queried helper, and a helper's training (or its
+    skipping, when its part is empty) would leave one of the data in the released model."""
+    buffers = [buffer for module in modules for buffer in module.buffers()]
+    saved = [buffer.detach().clone() for buffer in buffers]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, before in zip(buffers, saved, strict=True):
+                buffer.copy_(before)
+
+
 class HelperParts:
     """Mixin (first among the bases) for a LightningModule whose ``helpers`` each read their own part
     of the data. The module defines ``pretraining_step(helper, iteration)``, ``train_helper(helper)``
@@ -51,6 +67,8 @@ class HelperParts:
     helpers: PrivateHelpers
     #: the name of the HelperSteps stage that pretrains the helpers one after another
     pretraining: ClassVar[str]
+    #: the attribute holding the helper networks (a ModuleList, one per part)
+    helper_networks: ClassVar[str]
 
     def init_helper_parts(self, parts: int, per_step: int = 1) -> None:
         """``parts`` helpers, ``per_step`` of them trained by each private step (public schedule)."""
@@ -86,7 +104,9 @@ class HelperParts:
 
     def training_step(self, step: int, batch_idx: int) -> None:
         """A pretraining step goes to helper step // pretrain_steps. A private step t trains its scheduled
-        helpers (public schedule and randomness), then queries a helper drawn in secret."""
+        helpers (public schedule and randomness), then queries a helper drawn in secret. Training a helper
+        changes that helper only: every other module's buffers are restored around it (``buffers_restored``);
+        a method's query must leave the queried helper as it was."""
         step = int(step)
         device = self.device  # type: ignore[attr-defined]
         if self.training_stage is not None and self.training_stage["name"] == self.pretraining:  # type: ignore[attr-defined]
@@ -94,9 +114,12 @@ class HelperParts:
             with public_randomness(PRETRAINING_STREAM, step, device):
                 self.pretraining_step(helper, iteration)  # type: ignore[attr-defined]
         else:
+            helpers = getattr(self, self.helper_networks)
+            rest = [module for module in self.children() if module is not helpers]  # type: ignore[attr-defined]
             with public_randomness(PRIVATE_STREAM, step, device):
                 for helper in self.scheduled_helpers(step):
-                    self.train_helper(helper)  # type: ignore[attr-defined]
+                    with buffers_restored(rest):
+                        self.train_helper(helper)  # type: ignore[attr-defined]
             self.private_step(self.draw_helper())  # type: ignore[attr-defined]
 
     @property

@@ -105,6 +105,7 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
                 "epsilon": round(g["epsilon"], 4),
                 "delta": g["delta"],
                 "partitions": len(g["partitions"]),
+                **({"composed_with": g["composed_with"]} if g["composed_with"] else {}),
             }
             for root, g in guarantees.items()
         ],
@@ -280,7 +281,7 @@ VACUOUS_EPSILON = 100.0
 
 
 def _composition_notes(privacy: dict[str, Any]) -> list[str]:
-    notes = []
+    notes = _shared_records_notes(privacy["guarantees"])
     for guarantee in privacy["guarantees"]:
         if guarantee.get("epsilon", 0.0) > VACUOUS_EPSILON:  # a PAC guarantee has no ε
             notes.append(
@@ -295,11 +296,27 @@ def _composition_notes(privacy: dict[str, Any]) -> list[str]:
                 f"Trained on {trained} of {guarantee['dataset']}; by parallel composition the release is "
                 f"(ε = {guarantee['epsilon']}, δ = {guarantee['delta']:g})-DP for the whole dataset."
             )
-    if len(privacy["guarantees"]) > 1:
+    groups = {frozenset([g["dataset"], *g.get("composed_with", [])]) for g in privacy["guarantees"]}
+    if len(groups) > 1:
         notes.append(
             "The model was trained (or fine-tuned) on several datasets; each dataset has its own guarantee, "
-            "and later training is post-processing for the earlier data."
+            "and later training on other records is post-processing for the earlier data."
         )
+    return notes
+
+
+def _shared_records_notes(guarantees: list[dict[str, Any]]) -> list[str]:
+    """One note per group of datasets drawn from one source (other splits of the same records)."""
+    notes, noted = [], set()
+    for guarantee in guarantees:
+        group = [guarantee["dataset"], *guarantee.get("composed_with", [])]
+        if len(group) > 1 and guarantee["dataset"] not in noted:
+            noted.update(group)
+            notes.append(
+                f"{' and '.join(group)} are drawn from the same records (other splits of one source), so they "
+                f"may share records: their ledger entries compose, and the (ε = {guarantee['epsilon']}, "
+                f"δ = {guarantee['delta']:g}) of each covers them all."
+            )
     return notes
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytorch_lightning as pl
 
 from zoo.loading import load
-from zoo.privacy import DPBudget, PrivacyConfigError
+from zoo.privacy import DPBudget
 from zoo.privacy.barriers import check_finetunable
 from zoo.shapes import check_model_fits_data
 from zoo.stages import train
@@ -27,7 +27,9 @@ def finetune(
     """Train the model further under a fresh DPBudget on ``datamodule``'s private data.
 
     The model's ledger gains an entry for the new dataset; the guarantee for the data it
-    was trained on before is unchanged (this is post-processing for that data). A method that
+    was trained on before is unchanged (this is post-processing for that data), unless the new
+    data shares records with it (another split of the same images): the ledger then composes
+    the entries of both (``PrivacyLedger.guarantees``). A method that
     releases statistics (DP-MERF, DP-Kernel) runs its plan on the new data: fresh releases, and
     the generator refitted from its current weights (``max_steps`` fitting steps), as from a base
     pretrained on public data (``zoo.pretrain_public``). C defaults to the clipping bound of the
@@ -44,7 +46,6 @@ def finetune(
         "Train a new model on this data from a recipe instead (dpzoo fit --config configs/<recipe>.yaml "
         "--images PATH builds the model for the folder's images and classes)",
     )
-    check_same_split(model.privacy_ledger, datamodule)
     if max_grad_norm is None:  # a base pretrained on public data only has no entry: C = 1 (releases ignore it)
         entries = model.privacy_ledger.entries
         max_grad_norm = entries[-1].clip_norm if entries else 1.0
@@ -59,20 +60,3 @@ def finetune(
     model.train()
     train(model, datamodule, budget, max_steps=max_steps, **options)
     return model.eval()
-
-
-def check_same_split(ledger: Any, datamodule: Any) -> None:
-    """The same images split another way get another dataset id, and the ledger would not compose the
-    two uses of the records they share: refuse a fine-tune on another split of data already in the ledger."""
-    records = getattr(datamodule, "records_id", None)
-    if records is None:
-        return
-    whole = datamodule.partition_of or datamodule.dataset_id
-    for entry in ledger.entries:
-        earlier = entry.partition_of or entry.dataset_id
-        if earlier.startswith(f"{records}/") and earlier != whole:
-            raise PrivacyConfigError(
-                f"the model was trained on these images as {earlier}; fine-tuning on them as {whole} would "
-                "count their shared records twice apart instead of composing: use the same validation_size "
-                "and split_seed as before"
-            )

@@ -28,7 +28,6 @@ from lightning_modules.base import DPGenerativeModel
 from lightning_modules.partitioned import PerClassModel
 from zoo.data.image_folder import ImageFolderDataModule
 from zoo.data.public import PublicData
-from zoo.finetuning import check_same_split
 from zoo.hub import check_save_target, save_pretrained
 from zoo.loading import load
 from zoo.privacy import Budget, DPCallback, PrivacyConfigError
@@ -238,7 +237,7 @@ def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
         check_save_target(options["save_pretrained"], overwrite=options.get("overwrite", False))
     model = _model_for_data(cli.model, cli.datamodule, options.get("per_class") or 0, command_line_keys(argv))
     if options.get("init_from"):
-        initialise_from(model, options["init_from"], cli.datamodule)
+        initialise_from(model, options["init_from"])
     if public:
         pretrain_public(model, cli.datamodule, callbacks=callbacks, **trainer_options)
     else:
@@ -263,14 +262,13 @@ def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
     return model
 
 
-def initialise_from(model: DPGenerativeModel, name: str, data: Any) -> None:
+def initialise_from(model: DPGenerativeModel, name: str) -> None:
     """Load the released weights and the ledger of model ``name`` into the recipe's ``model`` (same method,
     modules of the same shapes), after the checks of ``zoo.finetune``; the recipe's training settings apply."""
     base = load(name)
     if base.method != model.method:
         raise DataShapeError(f"--init_from {name} is a {base.method} model, but the recipe trains {model.method}")
     check_finetunable(model)
-    check_same_split(base.privacy_ledger, data)
     for module in base.released_modules:
         try:
             getattr(model, module).load_state_dict(getattr(base, module).state_dict())

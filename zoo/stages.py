@@ -150,6 +150,10 @@ class StepIndexData(pl.LightningDataModule):
     def partition_of(self) -> str | None:
         return getattr(self.private, "partition_of", None)
 
+    @property
+    def records_identity(self) -> str | None:
+        return getattr(self.private, "records_identity", None)
+
     def setup(self, stage: str) -> None:
         self.private.setup(stage)
 
@@ -173,8 +177,8 @@ def train(
 
     ``budget`` (a :class:`~zoo.privacy.DPBudget`, or a :class:`~zoo.privacy.PACBudget` for a PAC-private
     plan) spends into the model's ledger; each private stage runs under ``budget.callback()``, and afterwards
-    ``budget.ledger`` and ``budget.epsilon`` are the plan's. ``callbacks`` and ``trainer_options``
-    (``max_steps``, ``accelerator``, ...) build each stage's Trainer."""
+    ``budget.ledger`` is the plan's and ``budget.epsilon_spent`` the ε on its data. ``callbacks`` and
+    ``trainer_options`` (``max_steps``, ``accelerator``, ...) build each stage's Trainer."""
     if isinstance(budget, DPCallback):
         raise PrivacyConfigError(
             "train takes the plan's budget, zoo.privacy.DPBudget(...) with the same arguments: a DPCallback is "
@@ -195,7 +199,12 @@ def train(
         )
     for part_index, (part, data) in enumerate(parts):
         part.privacy_ledger = model.privacy_ledger  # one ledger: every part's entries land in the model's
-        budget.bind(model.privacy_ledger, getattr(data, "dataset_id", None), getattr(data, "partition_of", None))
+        budget.bind(
+            model.privacy_ledger,
+            getattr(data, "dataset_id", None),
+            getattr(data, "partition_of", None),
+            getattr(data, "records_identity", None),
+        )
         stages = part.stages(data)
         check_plan(stages, budget)
         for index, stage in enumerate(stages):
@@ -212,8 +221,9 @@ def pretrain_public(
     model: Any, public: PublicData, *, callbacks: Sequence[pl.Callback] = (), **trainer_options: Any
 ) -> Any:
     """Run ``model.public_stages(public)`` without noise on data the user declared public, and record the
-    data in the model's ledger (no (ε, δ) charged). A later ``train`` or ``zoo.finetune`` on private data
-    continues from the pretrained weights with its own budget."""
+    data in the model's ledger (no (ε, δ) charged); refused when its records may be ones the ledger protects.
+    A later ``train`` or ``zoo.finetune`` on private data continues from the pretrained weights with its own
+    budget."""
     if not isinstance(public, PublicData):
         raise PrivacyConfigError(
             "pretrain_public reads only data declared public: wrap it as zoo.data.PublicData(data, source='why it "
@@ -225,6 +235,7 @@ def pretrain_public(
         raise PrivacyConfigError(f"public pretraining may only run public stages; {private} are private")
     if not isinstance(getattr(model, "privacy_ledger", None), PrivacyLedger):
         model.privacy_ledger = PrivacyLedger()
+    model.privacy_ledger.check_public_use(public.dataset_id, public.records_identity)
     public.setup("fit")
     for index, stage in enumerate(stages):
         model.training_stage = {"part": 0, "stage": index, "name": stage.name}
@@ -235,7 +246,7 @@ def pretrain_public(
     model.training_stage = None
     stage_names = "; ".join(stage.name for stage in stages)
     model.privacy_ledger.public_data.append(
-        PublicDataUse(public.dataset_id, len(public.train_set), public.source, stage_names)
+        PublicDataUse(public.dataset_id, len(public.train_set), public.source, stage_names, public.records_identity)
     )
     return model
 

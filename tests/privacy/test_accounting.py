@@ -55,6 +55,24 @@ def test_hopeless_noise_reports_infinite_epsilon():
     assert epsilon_spent([(1e-12, 1.0, 1)], DELTA, "prv") == math.inf
 
 
+def test_pld_agrees_with_prv_where_both_compute():
+    assert epsilon_spent([(1.0, Q, STEPS)], DELTA, "pld") == pytest.approx(
+        epsilon_spent([(1.0, Q, STEPS)], DELTA, "prv"), rel=0.01
+    )
+    sigma = calibrate_noise_multiplier(1.0, DELTA, Q, STEPS, "pld")
+    assert epsilon_spent([(sigma, Q, STEPS)], DELTA, "pld") <= 1.0
+    assert reference_epsilon(sigma, STEPS, "pld") == pytest.approx(1.0, rel=0.03)
+
+
+def test_pld_is_tight_where_rdp_is_loose():
+    """GS-WGAN's shipped plan: 5,000 steps at rate 1/500 with σ = 0.1016. RDP's bound is 10,000; PLD's
+    pessimistic estimate is about 1,118 (Opacus' PRV runs out of memory here)."""
+    history = [(0.10162122547626495, 0.002, 5000)]
+    pld_epsilon = epsilon_spent(history, DELTA, "pld")
+    assert pld_epsilon == pytest.approx(1118.0, rel=1e-3)
+    assert pld_epsilon < epsilon_spent(history, DELTA, "rdp") / 8
+
+
 def test_gdp_accountant_is_available():
     assert make_accountant("gdp", [(2.0, Q, 10)]).get_epsilon(DELTA) > 0
 

@@ -136,11 +136,36 @@ def test_the_budget_the_user_holds_reports_what_the_whole_plan_spent(method):
     recipe = cls.tiny_recipe()
     model, data = cls(**recipe.architecture), recipe.data()
     budget = DPBudget(**recipe.privacy)
-    assert budget.epsilon == 0.0
+    assert budget.epsilon_spent == budget.ledger_worst_epsilon == 0.0
     train(model, data, budget, max_steps=recipe.max_steps, **QUIET)
     assert budget.ledger is model.privacy_ledger and budget.ledger.entries
     (guarantee,) = model.privacy_ledger.guarantees().values()
-    assert budget.epsilon == guarantee["epsilon"] and 0 < budget.epsilon <= recipe.privacy["target_epsilon"]
+    assert budget.epsilon_spent == budget.ledger_worst_epsilon == guarantee["epsilon"]
+    assert 0 < budget.epsilon_spent <= recipe.privacy["target_epsilon"]
+
+
+class ToyRecords(ToyData):
+    """Toy data that names its records, as the private datamodules do (``zoo.privacy.records``)."""
+
+    records_identity = "toy/train#0123456789abcdef"
+
+
+def test_a_private_stage_records_the_records_it_touched_and_a_budget_may_not_rename_them():
+    """A budget's own dataset_id may not rename records in the ledger; the data's own name is the data's (one
+    class of another split may keep the very same records) and composes with the first."""
+    model = TinyClassifier()
+    first = DPCallback(noise_multiplier=1.0, accountant="rdp")
+    tiny_trainer([first], max_steps=2).fit(model, ToyRecords(DATA, 0.1))
+    assert first.entry.records_identity == ToyRecords.records_identity
+    renamed = DPCallback(noise_multiplier=1.0, accountant="rdp", dataset_id="renamed")
+    with pytest.raises(
+        PrivacyConfigError, match=r"holds these records \(toy/train#0123456789abcdef\) as toy, not renamed"
+    ):
+        tiny_trainer([renamed], max_steps=2).fit(model, ToyRecords(DATA, 0.1))
+    assert [e.steps for e in model.privacy_ledger.entries] == [2]
+    other_split = DPCallback(noise_multiplier=1.0, accountant="rdp")  # a name the data gives is its own
+    tiny_trainer([other_split], max_steps=2).fit(model, ToyRecords(DATA, 0.1, "toy[another split]"))
+    assert model.privacy_ledger.guarantees()["toy"]["composed_with"] == ["toy[another split]"]
 
 
 def test_train_takes_the_budget_and_refuses_a_stage_callback_saying_so():

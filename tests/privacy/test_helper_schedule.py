@@ -1,7 +1,8 @@
 """Private helpers (GS-WGAN's critics, DP²-VAE's encoders) train on a public schedule: step t trains
 helper t mod K with randomness seeded from t, whatever helper the secret draw queries, so each
-helper's state depends on its part and the released outputs only (the theorem in
-``zoo.privacy.mechanisms.private_helpers``). An empty part leaves its helper untouched, and the
+helper's state (parameters and buffers) depends on its part and the released outputs only (the
+theorem in ``zoo.privacy.mechanisms.private_helpers``); the query changes no helper, and a helper's
+training changes nothing but that helper. An empty part leaves its helper untouched, and the
 refusal of too many helpers reads the public N and K only."""
 
 import math
@@ -26,8 +27,20 @@ def tiny(method: str, **overrides):
     return cls(**{**recipe.architecture, **overrides}), recipe.data()
 
 
+def state(module: torch.nn.Module) -> list[torch.Tensor]:
+    """Parameters and buffers (spectral norm's power-iteration vectors among them)."""
+    return [tensor.detach().clone() for tensor in module.state_dict().values()]
+
+
 def helper_states(model, method: str) -> list[list[torch.Tensor]]:
-    return [[p.detach().clone() for p in helper.parameters()] for helper in getattr(model, METHODS[method][1])]
+    return [state(helper) for helper in getattr(model, METHODS[method][1])]
+
+
+def other_states(model, method: str) -> list[list[torch.Tensor]]:
+    """Every module of the model but the never-released ones, its helpers and their scratch networks
+    (for GS-WGAN: the trained and released generators)."""
+    scratch = [getattr(model, name) for name in model.never_released]
+    return [state(module) for module in model.children() if all(module is not s for s in scratch)]
 
 
 def changed(before: list[torch.Tensor], after: list[torch.Tensor]) -> bool:
@@ -61,6 +74,53 @@ def test_private_step_t_trains_helper_t_mod_k_whatever_the_secret_draw(method, m
     train(model, data, DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=5, **QUIET)
     assert len(updates) == 5
     assert all(trained == {step % parts} for step, trained in updates)
+
+
+def record_around_private_steps(model, states, monkeypatch) -> list:
+    """Append ``states(model)`` when a private step asks for its schedule (before its helpers train) and
+    when it draws the helper to query (after they have trained, before the query)."""
+    schedule, draw = type(model).scheduled_helpers, type(model).draw_helper
+
+    def scheduled(self, step):
+        recorded.append(states(self))
+        return schedule(self, step)
+
+    def drawn(self):
+        recorded.append(states(self))
+        return draw(self)
+
+    recorded: list = []
+    monkeypatch.setattr(type(model), "scheduled_helpers", scheduled)
+    monkeypatch.setattr(type(model), "draw_helper", drawn)
+    return recorded
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_query_leaves_every_helper_as_it_was(method, monkeypatch):
+    """GS-WGAN's critics are spectrally normalised: a forward pass in training mode moves their
+    power-iteration vectors, which would leave a trace of the secret draw in the queried critic."""
+    model, data = tiny(method)
+    monkeypatch.setattr(type(model), "train_helper", lambda self, helper: None)  # only the queries change state
+    recorded = record_around_private_steps(model, lambda m: helper_states(m, method), monkeypatch)
+    train(model, data, DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=4, **QUIET)
+    recorded.append(helper_states(model, method))
+    queries = list(zip(recorded[1::2], recorded[2::2], strict=True))  # (before, after) each query
+    assert len(queries) == 4
+    assert not any(changed(a, b) for before, after in queries for a, b in zip(before, after, strict=True))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_training_a_helper_changes_nothing_but_that_helper(method, monkeypatch):
+    """With GS-WGAN's ResNet generator (spectrally normalised), a critic's training would move the
+    generator's buffers, and the released ones with them, in a way that depends on the data: an empty
+    part skips the forward passes."""
+    overrides = {"generator": "resnet"} if method == "gs-wgan" else {}
+    model, data = tiny(method, **overrides)
+    recorded = record_around_private_steps(model, lambda m: other_states(m, method), monkeypatch)
+    train(model, data, DPBudget(noise_multiplier=5.0, accountant="rdp"), max_steps=3, **QUIET)
+    trainings = list(zip(recorded[0::2], recorded[1::2], strict=True))  # (before, after) each step's helpers
+    assert len(trainings) == 3
+    assert not any(changed(a, b) for before, after in trainings for a, b in zip(before, after, strict=True))
 
 
 def test_several_critics_per_step_follow_the_public_schedule_whatever_the_secret_draw(monkeypatch):

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from lightning_modules.base import DPGenerativeModel, toy_images
+from zoo.data import TensorDataModule
 from zoo.privacy import DPBudget, PrivacyBudgetExhausted, PrivacyConfigError, epsilon_spent
 from zoo.stages import HelperSteps, PrivateSteps, PublicSteps, Release, check_plan, train
 
@@ -63,7 +64,34 @@ def test_a_budget_that_names_its_data_puts_the_release_and_the_steps_on_that_one
     budget = DPBudget(target_epsilon=2.0, accountant="rdp", dataset_id="named")
     train(model, toy_images(), budget, max_steps=5, **QUIET)
     assert [entry.dataset_id for entry in model.privacy_ledger.entries] == ["named", "named"]
-    assert 1.95 < budget.epsilon <= 2.0
+    assert 1.95 < budget.epsilon_spent <= 2.0
+
+
+def released_mean() -> Staged:
+    return Staged(lambda m: [Release("mean", m.release_mean, calibrated=True)])
+
+
+def test_a_budget_that_has_spent_refuses_a_second_plan():
+    """Bound to another model's ledger, a budget would forget what it spent: two models at ε ≈ 1 on the same
+    data are at about ε = 1.44 together, while the budget would report 1."""
+    budget, data = DPBudget(target_epsilon=1.0), toy_images()
+    train(released_mean(), data, budget, **QUIET)
+    second = released_mean()
+    with pytest.raises(PrivacyConfigError, match="already spent on toy-images .*: make a new DPBudget per plan"):
+        train(second, data, budget, **QUIET)
+    assert second.released_means == [] and second.privacy_ledger.entries == []
+
+
+def test_the_budget_reports_its_plans_spending_apart_from_the_ledgers_worst():
+    """Fine-tuning at ε = 1 on other data after training at ε = 9: the plan spent ε ≤ 1, the ledger's worst is 9."""
+    model, first = released_mean(), DPBudget(target_epsilon=9.0)
+    train(model, toy_images(), first, **QUIET)
+    images = torch.rand(60, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    other = TensorDataModule(images, torch.arange(60) % 3, "other-images", sample_rate=0.25)
+    budget = DPBudget(target_epsilon=1.0)
+    train(model, other, budget, **QUIET)
+    assert 0.99 < budget.epsilon_spent <= 1.0 and 8.99 < first.epsilon_spent <= 9.0
+    assert budget.ledger_worst_epsilon == first.epsilon_spent == model.privacy_ledger.epsilon("toy-images")
 
 
 def test_a_calibrated_release_spends_the_whole_target_and_a_fixed_one_may_not_overshoot():
@@ -131,13 +159,13 @@ def test_resume_skips_finished_stages_and_continues_the_budget(tmp_path):
         return [Release("mean", lambda d, b: model.release_mean(d, b, 20.0)), PrivateSteps()]
 
     data = toy_images()
-    privacy = DPBudget(noise_multiplier=1.5, accountant="rdp")
+    privacy = dict(noise_multiplier=1.5, accountant="rdp")
     first = Staged(plan)
-    train(first, data, privacy, callbacks=[StopAfter(tmp_path / "run.ckpt", 3)], max_steps=8, **QUIET)
+    train(first, data, DPBudget(**privacy), callbacks=[StopAfter(tmp_path / "run.ckpt", 3)], max_steps=8, **QUIET)
     assert [e.steps for e in first.privacy_ledger.entries] == [1, 3]
 
-    resumed = Staged(plan)
-    train(resumed, data, privacy, ckpt_path=str(tmp_path / "run.ckpt"), max_steps=8, **QUIET)
+    resumed = Staged(plan)  # in a new process, with a budget of its own: the checkpoint holds what was spent
+    train(resumed, data, DPBudget(**privacy), ckpt_path=str(tmp_path / "run.ckpt"), max_steps=8, **QUIET)
     assert resumed.released_means == []  # the release was not repeated
     assert [e.steps for e in resumed.privacy_ledger.entries] == [1, 8]
     expected = epsilon_spent([(20.0, 1.0, 1), (1.5, 0.25, 8)], 1e-5, "rdp")

@@ -73,6 +73,17 @@ def test_ledger_id_follows_the_contents_not_the_path(flat, tmp_path):
     assert resized.records_id == ImageFolderDataModule(str(flat)).records_id  # same records at another size
 
 
+def test_the_records_identity_names_the_folder_by_content_and_the_images_kept(flat):
+    """Another validation size keeps other images of the same folder: the same source, other records."""
+    data = ImageFolderDataModule(str(flat), validation_size=6)
+    source = f"{data.records_id}/train"
+    assert data.dataset_id.startswith(f"{source}[") and data.records_identity.startswith(f"{source}#")
+    assert ImageFolderDataModule(str(flat), validation_size=6).records_identity == data.records_identity
+    all_images = ImageFolderDataModule(str(flat), validation_size=0).records_identity
+    assert all_images.startswith(f"{source}#") and all_images != data.records_identity
+    assert len({data.for_class(k).records_identity for k in range(3)} | {data.records_identity}) == 4
+
+
 def test_second_load_comes_from_the_cache_until_a_file_changes(flat, monkeypatch):
     first = ImageFolderDataModule(str(flat))
     first.setup()

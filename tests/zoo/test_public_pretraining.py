@@ -14,7 +14,7 @@ from tests.folders import write_image_folder
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule, PublicData
 from zoo.privacy import DPBudget, PrivacyConfigError
-from zoo.stages import PublicStatistic, check_plan, pretrain_public
+from zoo.stages import PublicStatistic, check_plan, pretrain_public, train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 
@@ -90,6 +90,25 @@ def test_finetuning_a_public_base_spends_on_the_private_data_alone_and_the_card_
     card = (zoo.save_pretrained(tuned, tmp_path / "tuned") / "README.md").read_text()
     assert re.search(rf"\(ε = 0\.99\d*, δ = 1e-05\) for {re.escape(private.dataset_id)}", card)
     assert "| dataset | records | declared public because | stages |" in card and public.dataset_id in card
+
+
+def test_records_the_model_protects_cannot_be_declared_public(folders):
+    private = ImageFolderDataModule(str(folders[1]), validation_size=0)
+    model = train(tiny_merf(), private, DPBudget(target_epsilon=1.0), max_steps=1, **QUIET)
+    with pytest.raises(PrivacyConfigError, match=r"declared public \(private@sha256:.*protects as private@sha256:"):
+        pretrain_public(model, declared(folders[1]), max_steps=1, **QUIET)
+    assert model.privacy_ledger.public_data == []
+
+
+def test_records_declared_public_cannot_be_protected_by_a_later_plan(folders):
+    """Another split of the same folder draws on the same records: refused too, before any release."""
+    public = declared(folders[0])
+    base = pretrain_public(tiny_merf(), public, max_steps=1, **QUIET)
+    assert base.privacy_ledger.public_data[0].records_identity == public.records_identity
+    other_split = ImageFolderDataModule(str(folders[0]), validation_size=4)
+    with pytest.raises(PrivacyConfigError, match=r"which the ledger holds as public data \(public@sha256:"):
+        zoo.finetune(base, other_split, target_epsilon=1.0, max_steps=1, **QUIET)
+    assert base.privacy_ledger.entries == []
 
 
 TINY_MERF = ["--model.init_args.features", "64", "--model.init_args.generator", "conv"]

@@ -50,5 +50,5 @@ def test_recipe_parses_and_holds_one_budget(recipe, tmp_path):
     budget = _budget(cli)
     if isinstance(budget, PACBudget):  # one PAC release, no training steps to plan
         assert budget.mi_bound > 0
-    else:  # σ is calibrated for the planned steps
-        assert budget.target_epsilon > 0 and options["max_steps"] > 0
+    else:  # σ is calibrated for the planned steps, or given
+        assert (budget.target_epsilon or budget.noise_multiplier) > 0 and options["max_steps"] > 0

@@ -164,3 +164,14 @@ def test_held_out_validation_rows_keep_the_test_rows_of_their_split():
     assert torch.equal(plain.test_rows, held_out.test_rows) and plain.dataset_id != held_out.dataset_id
     assert split_and_validation(held_out.dataset_id) == (plain.dataset_id, 0.1)
     assert split_and_validation(plain.dataset_id) == (plain.dataset_id, 0.0)
+
+
+def test_every_split_of_a_table_draws_its_records_from_the_one_table():
+    """Splits hold out other test rows of one table, so their training rows overlap: one source, other records."""
+    tables = [
+        TableDataModule("half_moons", split=split, validation_fraction=fraction, standardisation="public")
+        for split, fraction in ((0, 0.0), (1, 0.0), (0, 0.1))
+    ]
+    records = [data.records_identity for data in tables]
+    assert all(r.startswith("half_moons/train#") for r in records) and len(set(records)) == 3
+    assert tables[0].dataset_id.startswith("half_moons/train[")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytorch_lightning as pl
+from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from zoo.data.images import IMAGE_DATASETS, IMAGE_SHAPES, load_images
 from zoo.data.partition import train_validation_split
+from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
@@ -49,6 +51,7 @@ class ImageDataModule(pl.LightningDataModule):
         self.train_set: TensorDataset | None = None
         self.validation_set: TensorDataset | None = None
         self.test_set: TensorDataset | None = None
+        self._kept: Tensor | None = None
 
     def for_class(self, label: int) -> ImageDataModule:
         """The same data restricted to one class (a disjoint partition), for per-class training."""
@@ -79,8 +82,17 @@ class ImageDataModule(pl.LightningDataModule):
         whole = self._whole_id()
         return whole if self.label is None else f"{whole}/class={self.label}"
 
+    @property
+    def records_identity(self) -> str:
+        """Which images of the official training split this module serves (``zoo.privacy.records``)."""
+        self.setup()
+        return records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+
+    def _source(self) -> str:
+        return f"{self.dataset}/train"
+
     def _whole_id(self) -> str:
-        return f"{self.dataset}/train[seed={self.split_seed},minus-validation={self.validation_size}]"
+        return f"{self._source()}[seed={self.split_seed},minus-validation={self.validation_size}]"
 
     def prepare_data(self) -> None:
         load_images(self.dataset, train=True)
@@ -91,6 +103,7 @@ class ImageDataModule(pl.LightningDataModule):
             return
         images, labels = load_images(self.dataset, train=True)
         train_idx, validation_idx = train_validation_split(len(labels), self.validation_size, self.split_seed)
+        self._kept = train_idx if self.label is None else train_idx[labels[train_idx] == self.label]
         self.validation_set = self._subset(images[validation_idx], labels[validation_idx])
         self.train_set = self._subset(images[train_idx], labels[train_idx])
         self.test_set = self._subset(*load_images(self.dataset, train=False))

@@ -153,15 +153,30 @@ def decode_part(part: FolderPart, size: tuple[int, int] | None, channels: int | 
     content = []
     for index, file in enumerate(_progress(part.files, f"decoding {part.root}")):
         data = file.read_bytes()
-        content.append(f"{part.classes[part.labels[index]]}\0{hashlib.sha256(data).hexdigest()}")
+        content.append(_content_line(part.classes[part.labels[index]], data))
         images[index] = _decode(data, file, target_size, target_channels)
-    digest = hashlib.sha256("\n".join(sorted(content)).encode()).hexdigest()
+    digest = _content_digest(content)
     return DecodedImages(
         torch.from_numpy(images).permute(0, 3, 1, 2).contiguous(),
         torch.tensor(part.labels, dtype=torch.int64),
         part.classes,
         digest,
     )
+
+
+def content_digest(part: FolderPart) -> str:
+    """The part's ``DecodedImages.content_digest`` from its files' bytes, without decoding them."""
+    files = zip(part.files, part.labels, strict=True)
+    return _content_digest([_content_line(part.classes[label], file.read_bytes()) for file, label in files])
+
+
+def _content_line(class_name: str, data: bytes) -> str:
+    return f"{class_name}\0{hashlib.sha256(data).hexdigest()}"
+
+
+def _content_digest(lines: list[str]) -> str:
+    """sha256 over each file's bytes and class, in sorted order (independent of names and paths)."""
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
 
 
 def check_image_size(image_size: int | Sequence[int] | None) -> tuple[int, int] | None:

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytorch_lightning as pl
+from torch import Tensor
 from torch.utils.data import DataLoader
 
 from zoo.data.byte_images import ByteImages
 from zoo.data.folders import DecodedImages, check_image_size, folder_parts, read_part
 from zoo.data.partition import train_validation_split
+from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
@@ -71,6 +73,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
         self.train_set: ByteImages | None = None
         self.validation_set: ByteImages | None = None
         self.test_set: ByteImages | None = None
+        self._kept: Tensor | None = None
 
     # ------------------------------------------------------------ what the data is
     @property
@@ -92,6 +95,12 @@ class ImageFolderDataModule(pl.LightningDataModule):
         return f"{self.root.resolve().name}@sha256:{self._decode()[0].content_digest[:16]}"
 
     @property
+    def records_identity(self) -> str:
+        """Which of the folder's training images this module serves (``zoo.privacy.records``)."""
+        self.setup()
+        return records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+
+    @property
     def dataset_id(self) -> str:
         whole = self._whole_id()
         return whole if self.label is None else f"{whole}/class={self.label}"
@@ -101,8 +110,11 @@ class ImageFolderDataModule(pl.LightningDataModule):
         """The whole private dataset when this module serves one class of it."""
         return None if self.label is None else self._whole_id()
 
+    def _source(self) -> str:
+        return f"{self.records_id}/train"
+
     def _whole_id(self) -> str:
-        return f"{self.records_id}/train[seed={self.split_seed},minus-validation={self._validation_count()}]"
+        return f"{self._source()}[seed={self.split_seed},minus-validation={self._validation_count()}]"
 
     def _validation_count(self) -> int:
         total = len(self.train_part.files)
@@ -121,7 +133,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
         self._decode()
         part = copy.copy(self)
         part.label = label
-        part.train_set = part.validation_set = part.test_set = None
+        part.train_set = part.validation_set = part.test_set = part._kept = None
         return part
 
     # ------------------------------------------------------------ Lightning hooks
@@ -133,6 +145,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
             return
         train, test = self._decode()
         train_idx, validation_idx = train_validation_split(len(train.labels), self._validation_count(), self.split_seed)
+        self._kept = train_idx if self.label is None else train_idx[train.labels[train_idx] == self.label]
         self.train_set = self._subset(train, train_idx)
         self.validation_set = self._subset(train, validation_idx)
         self.test_set = None if test is None else self._subset(test, slice(None))

@@ -37,6 +37,11 @@ class PublicData(pl.LightningDataModule):
         return self.data.dataset_id
 
     @property
+    def records_identity(self) -> str | None:
+        """Which records are declared public (``zoo.privacy.records``): none of them may be protected ones."""
+        return getattr(self.data, "records_identity", None)
+
+    @property
     def image_shape(self) -> Any:
         return getattr(self.data, "image_shape", None)
 

@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from zoo.data.partition import train_validation_split
 from zoo.data.standardisation import Standardisation, private_standardisation, public_standardisation
 from zoo.data.tables import TABLES, load_table, read_table
+from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_positive, check_sample_rate
 
@@ -94,11 +95,22 @@ class TableDataModule(pl.LightningDataModule):
         self.train_rows: Tensor | None = None
         self.validation_rows: Tensor | None = None
         self.test_rows: Tensor | None = None
+        self._kept: Tensor | None = None
 
     @property
     def dataset_id(self) -> str:
         held_out = f"{VALIDATION_TAG}{self.validation_fraction:g}" if self.validation_fraction else ""
-        return f"{self.table}/train[split={self.split}/{self.splits},test={self.test_fraction:g}{held_out}]"
+        return f"{self._source()}[split={self.split}/{self.splits},test={self.test_fraction:g}{held_out}]"
+
+    @property
+    def records_identity(self) -> str:
+        """Which rows of the table this module serves (``zoo.privacy.records``): every split's training rows
+        are drawn from the one table, so they share one source."""
+        self.setup()
+        return records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+
+    def _source(self) -> str:
+        return f"{self.table}/train"
 
     @property
     def features(self) -> int:
@@ -113,9 +125,10 @@ class TableDataModule(pl.LightningDataModule):
         rest, test = train_validation_split(rows, round(self.test_fraction * rows), seed=self.split)
         validation_size = round(self.validation_fraction * len(rest))
         order = torch.randperm(len(rest), generator=torch.Generator().manual_seed(self.splits + self.split))
+        self._kept = rest[order[validation_size:]]
         self.test_rows = table[test].float()
         self.validation_rows = table[rest[order[:validation_size]]].float()
-        self.train_rows = table[rest[order[validation_size:]]].float()
+        self.train_rows = table[self._kept].float()
 
     def standardisation(self, budget: DPBudget) -> Standardisation:
         """The standardisation of the private rows: released through ``budget`` ("private") or exact ("public")."""

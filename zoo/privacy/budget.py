@@ -3,7 +3,8 @@
 One plan, one ledger, one budget: ``zoo.train(model, data, budget)`` binds the budget to the model's
 ledger and the data it protects, every stage spends through it (a Release stage by
 ``budget.release``, a PrivateSteps stage through ``budget.callback()``, the Lightning callback of
-that stage), and afterwards ``budget.ledger`` and ``budget.epsilon`` are the plan's.
+that stage), and afterwards ``budget.ledger`` is the plan's, ``budget.epsilon_spent`` the ε on the plan's
+data and ``budget.ledger_worst_epsilon`` the largest ε of the whole ledger (earlier plans included).
 
 - :class:`DPBudget`: (ε, δ)-DP, a target ε (σ calibrated for the whole plan) or a fixed σ;
 - :class:`PACBudget`: PAC privacy (``zoo.privacy.pac``), a mutual-information bound, never an ε.
@@ -19,9 +20,9 @@ from torch import Tensor
 
 from zoo.privacy.accounting import epsilon_spent
 from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
-from zoo.privacy.ledger import PrivacyLedger
+from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.mechanisms import gaussian_release
-from zoo.privacy.pac import check_pac_settings, pac_release
+from zoo.privacy.pac import PACEntry, check_pac_settings, pac_release
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_accountant, check_delta, check_epsilon, check_exactly_one, check_positive
 
@@ -30,16 +31,50 @@ if TYPE_CHECKING:
 
 
 class Budget:
-    """What a plan may spend, the ledger it spends into and the data it protects (``bind``)."""
+    """What a plan may spend, the ledger it spends into and the data it protects (``bind``). One budget per
+    plan: once it has spent, it refuses another ledger, which would not hold what it spent."""
 
     def __init__(self) -> None:
         self.ledger = PrivacyLedger()
         self.protected: str | None = None
         self.partition_of: str | None = None
+        self.records_identity: str | None = None
+        #: what this plan entered in its ledger
+        self.plan_entries: list[LedgerEntry | PACEntry] = []
 
-    def bind(self, ledger: PrivacyLedger, protected: str | None, partition_of: str | None = None) -> None:
-        """Spend into ``ledger`` (the model's) on the data named ``protected`` (a share of ``partition_of``)."""
-        self.ledger, self.protected, self.partition_of = ledger, protected, partition_of
+    def bind(
+        self,
+        ledger: PrivacyLedger,
+        protected: str | None,
+        partition_of: str | None = None,
+        records_identity: str | None = None,
+    ) -> None:
+        """Spend into ``ledger`` (the model's) on the data named ``protected`` (a share of ``partition_of``),
+        whose records ``records_identity`` names (``zoo.privacy.records``), once ``check_records`` allows it."""
+        if protected is not None:
+            self.check_records(ledger, protected, records_identity)
+        self.spend_into(ledger)
+        self.protected, self.partition_of, self.records_identity = protected, partition_of, records_identity
+
+    def check_records(self, ledger: PrivacyLedger, dataset_id: str, records_identity: str | None) -> None:
+        """Before spending on ``dataset_id``: refuse records whose source ``ledger`` holds as public data."""
+        ledger.check_private_use(dataset_id, records_identity)
+
+    def spend_into(self, ledger: PrivacyLedger) -> None:
+        """Continue in ``ledger``, unless this budget has spent into another: the new ledger would not hold
+        that spending, and a second plan would seem to start from ε = 0."""
+        if self.plan_entries and ledger is not self.ledger:
+            spent_on = sorted({e.dataset_id for e in self.plan_entries})
+            raise PrivacyConfigError(
+                f"this budget has already spent on {', '.join(spent_on)} in another model's ledger, which this "
+                "one would not hold: make a new DPBudget per plan"
+            )
+        self.ledger = ledger
+
+    def track(self, entry: LedgerEntry | PACEntry) -> None:
+        """Count ``entry``, already in the ledger, as this plan's spending."""
+        if all(e is not entry for e in self.plan_entries):
+            self.plan_entries.append(entry)
 
     def _protected_data(self) -> str:
         if self.protected is None:
@@ -57,7 +92,8 @@ class DPBudget(Budget):
         delta: δ of the (ε, δ) guarantee.
         max_grad_norm: clipping bound C on each example's gradient (B2/B4) or on each
             generated sample's upstream gradient (B3).
-        accountant: ``"prv"`` (default, tightest), ``"rdp"`` or ``"gdp"`` (Opacus accountants).
+        accountant: ``"prv"`` (default, tightest), ``"rdp"`` or ``"gdp"`` (Opacus accountants), or ``"pld"``
+            (dp-accounting's, pessimistic; where PRV gives out, at ε in the hundreds).
         per_example_mode: ``"auto"``, ``"ghost"``, ``"hooks"`` or ``"functorch"``
             (see ``zoo.privacy.per_example``).
         loss_reduction: how the training loss reduces over the batch, ``"mean"`` or ``"sum"``.
@@ -107,10 +143,23 @@ class DPBudget(Budget):
         self.dataset_id = dataset_id
         self.noise_generator = private_generator(noise_seed)
 
-    def bind(self, ledger: PrivacyLedger, protected: str | None, partition_of: str | None = None) -> None:
+    def bind(
+        self,
+        ledger: PrivacyLedger,
+        protected: str | None,
+        partition_of: str | None = None,
+        records_identity: str | None = None,
+    ) -> None:
         """As ``Budget.bind``, but a budget that names its data (``dataset_id``) spends on that name, as its
         private stages do: every stage of the plan then composes on one dataset id."""
-        super().bind(ledger, self.data_named(protected), partition_of)
+        super().bind(ledger, self.data_named(protected), partition_of, records_identity)
+
+    def check_records(self, ledger: PrivacyLedger, dataset_id: str, records_identity: str | None) -> None:
+        """As ``Budget.check_records``; and a budget that names its data (``dataset_id``) may not rename
+        records the ledger holds under another name."""
+        if self.dataset_id is not None:
+            ledger.check_same_name(dataset_id, records_identity)
+        super().check_records(ledger, dataset_id, records_identity)
 
     def data_named(self, data_id: str | None) -> str | None:
         """The dataset id this budget spends on: its own ``dataset_id`` when given, else the data's."""
@@ -124,8 +173,18 @@ class DPBudget(Budget):
         return DPCallback(self)
 
     @property
-    def epsilon(self) -> float:
-        """ε spent so far by the plan: the largest guarantee of any dataset in its ledger (0 before training)."""
+    def epsilon_spent(self) -> float:
+        """ε on this plan's data: every ledger entry on the dataset ids the plan spent on, composed as
+        ``target_epsilon`` counts them (earlier entries on those ids too); 0 before it spends. Other data in
+        the ledger, and other splits of the same records, count in ``ledger_worst_epsilon``."""
+        names = {e.dataset_id for e in self.plan_entries}
+        worst = PrivacyLedger([e for e in self.ledger.entries if e.dataset_id in names]).worst_guarantee()
+        return 0.0 if worst is None else worst["epsilon"]
+
+    @property
+    def ledger_worst_epsilon(self) -> float:
+        """The largest ε the whole ledger guarantees for any data, earlier plans' included: the card's ε
+        (0 for an empty ledger)."""
         worst = self.ledger.worst_guarantee()
         return 0.0 if worst is None else worst["epsilon"]
 
@@ -153,7 +212,7 @@ class DPBudget(Budget):
                     f"{note or 'a release'} at σ = {noise_multiplier:g} would take {protected} past "
                     f"ε = {self.target_epsilon}; raise its σ or the target."
                 )
-        noisy, _ = gaussian_release(
+        noisy, entry = gaussian_release(
             statistic,
             l2_sensitivity,
             delta=self.delta,
@@ -165,8 +224,10 @@ class DPBudget(Budget):
             ledger=self.ledger,
             generator=self.noise_generator,
             partition_of=self.partition_of,
+            records_identity=self.records_identity,
             note=note,
         )
+        self.track(entry)
         return noisy
 
 
@@ -207,4 +268,5 @@ class PACBudget(Budget):
             note=note,
         )
         self.ledger.pac_releases.append(entry)
+        self.track(entry)
         return noisy

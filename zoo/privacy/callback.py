@@ -84,7 +84,7 @@ class DPCallback(pl.Callback):
         )
         existing = getattr(pl_module, "privacy_ledger", None)
         if isinstance(existing, PrivacyLedger):
-            budget.ledger = existing  # later stages and fine-tuning continue the model's own ledger
+            budget.spend_into(existing)  # later stages and fine-tuning continue the model's own ledger
         pl_module.privacy_ledger = budget.ledger
 
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -96,9 +96,13 @@ class DPCallback(pl.Callback):
         sampling = self.mechanism.sampling(trainer, pl_module)
         warn_if_delta_too_large(self.delta, sampling.dataset_size)
         dataset_id = self._dataset_id(trainer, sampling.dataset_size)
+        records = getattr(trainer.datamodule, "records_identity", None)
+        self.budget.check_records(self.ledger, dataset_id, records)
         self._restore_or_open_entry(trainer, dataset_id, sampling.dataset_size, sampling.sample_rate)
         assert self.entry is not None
         self.entry.partition_of = self.entry.partition_of or getattr(trainer.datamodule, "partition_of", None)
+        self.entry.records_identity = self.entry.records_identity or records
+        self.budget.track(self.entry)
         if self.target_epsilon is not None:
             prior = self.ledger.history(dataset_id, exclude=self.entry)
             self.allowed_steps = max_steps_within(

@@ -13,7 +13,9 @@ from importlib import metadata
 from typing import Any
 
 from zoo.privacy.accounting import History, epsilon_spent
+from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.pac import PACEntry
+from zoo.privacy.records import records_source
 
 LEDGER_FORMAT = 1
 _VERSIONED_PACKAGES = ("dpzoo", "torch", "opacus", "pytorch-lightning")
@@ -37,7 +39,8 @@ class LedgerEntry:
     noise std over the mechanism's L2 sensitivity) and sampling rate ``sample_rate`` are
     composed for this entry: DP-SGD steps (B2/B4), sanitised generator steps (B3), or one
     release (B1, sampling rate 1). ``parameters`` holds what the sensitivity argument rests
-    on when it is not just ``clip_norm`` (B3: rows per step and the per-row noise).
+    on when it is not just ``clip_norm`` (B3: rows per step and the per-row noise). ``records_identity``
+    names the records it touched (``zoo.privacy.records``); entries written before it was recorded have None.
     """
 
     mechanism: str
@@ -52,6 +55,7 @@ class LedgerEntry:
     steps: int = 0
     target_epsilon: float | None = None
     partition_of: str | None = None
+    records_identity: str | None = None
     per_example_gradients: str | None = None
     note: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +64,11 @@ class LedgerEntry:
 
     def history(self) -> History:
         return [(self.noise_multiplier, self.sample_rate, self.steps)]
+
+    @property
+    def records_source(self) -> str | None:
+        """Where its records come from: entries on one source may share records."""
+        return records_source(self.records_identity, self.dataset_id)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -77,16 +86,23 @@ class LedgerEntry:
 class PublicDataUse:
     """Data the user declared public (``zoo.data.PublicData``), used without noise: the ledger names it by
     its dataset id (for image folders a fingerprint of their content) and charges it no (ε, δ). It carries
-    no guarantee, and the declaration is the user's: ``source`` is their statement of why it is public."""
+    no guarantee, and the declaration is the user's: ``source`` is their statement of why it is public.
+    ``records_identity`` names its records (``zoo.privacy.records``; None when written before it was recorded)."""
 
     dataset_id: str
     records: int
     source: str
     stage: str
+    records_identity: str | None = None
     created: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat())
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def records_source(self) -> str | None:
+        """Where its records come from: no protected records may come from there."""
+        return records_source(self.records_identity, self.dataset_id)
 
 
 @dataclass
@@ -108,43 +124,97 @@ class PrivacyLedger:
 
     def epsilon(self, dataset_id: str, delta: float | None = None, accountant: str | None = None) -> float:
         """ε spent on ``dataset_id`` (δ and accountant default to those of its latest entry)."""
-        latest = [e for e in self.entries if e.dataset_id == dataset_id]
-        if not latest:
-            raise KeyError(f"the ledger has no entry for dataset {dataset_id!r}")
-        delta = latest[-1].delta if delta is None else delta
-        accountant = latest[-1].accountant if accountant is None else accountant
+        latest = self._latest(dataset_id)
+        delta = latest.delta if delta is None else delta
+        accountant = latest.accountant if accountant is None else accountant
         return epsilon_spent(self.history(dataset_id), delta, accountant)
 
     def guarantees(self) -> dict[str, dict[str, Any]]:
-        """(ε, δ) per source dataset.
+        """(ε, δ) per protected dataset: a dataset id, or the whole dataset its partitions share.
 
-        Entries on one dataset id compose sequentially through the accountant. Disjoint
-        partitions of one dataset (``partition_of``) compose in parallel: (max ε, max δ).
-        Whole-dataset entries and the partitions then compose by basic composition: ε and δ add.
+        Entries on one dataset id compose sequentially through the accountant. Disjoint partitions of one
+        dataset (``partition_of``) compose in parallel: (max ε, max δ). Whole-dataset entries and the
+        partitions then compose by basic composition: ε and δ add. Datasets drawn from one source
+        (``zoo.privacy.records``: other splits of the same images) may share records, so each reports the
+        composition of them all, and ``composed_with`` names the others: their whole-dataset entries
+        sequentially, and the partitions of each added.
         """
-        roots: dict[str, dict[str, Any]] = {}
-        for dataset_id in dict.fromkeys(e.dataset_id for e in self.entries):
-            entries = [e for e in self.entries if e.dataset_id == dataset_id]
-            root = entries[0].partition_of or dataset_id
-            summary = roots.setdefault(
-                root, {"whole": (0.0, 0.0), "partitions": {}, "partition_deltas": [0.0], "accountants": set()}
-            )
-            epsilon, delta = self.epsilon(dataset_id), entries[-1].delta
-            if entries[0].partition_of:
-                summary["partitions"][dataset_id] = epsilon
-                summary["partition_deltas"].append(delta)
-            else:
-                summary["whole"] = (epsilon, delta)
-            summary["accountants"].update(e.accountant for e in entries)
+        by_root = self._by_root()
+        parts = {root: self._partitions(entries) for root, entries in by_root.items()}
+        groups = _linked({root: {e.records_source for e in entries} - {None} for root, entries in by_root.items()})
+        composed = {group: self._composed(group, parts) for group in dict.fromkeys(groups.values())}
         return {
             root: {
-                "epsilon": s["whole"][0] + max(s["partitions"].values(), default=0.0),
-                "delta": s["whole"][1] + max(s["partition_deltas"]),
-                "accountants": sorted(s["accountants"]),
-                "partitions": s["partitions"],
+                **composed[groups[root]],
+                "partitions": {part: epsilon for part, (epsilon, _) in parts[root].items()},
+                "composed_with": [other for other in groups[root] if other != root],
             }
-            for root, s in roots.items()
+            for root in by_root
         }
+
+    def _by_root(self) -> dict[str, list[LedgerEntry]]:
+        """Entries by the dataset they protect: their dataset id, or the whole dataset of their partition."""
+        roots: dict[str, list[LedgerEntry]] = {}
+        for entry in self.entries:
+            roots.setdefault(entry.partition_of or entry.dataset_id, []).append(entry)
+        return roots
+
+    def _partitions(self, entries: list[LedgerEntry]) -> dict[str, tuple[float, float]]:
+        """(ε, δ) of each partition among ``entries``, its entries composed sequentially."""
+        parts = dict.fromkeys(e.dataset_id for e in entries if e.partition_of)
+        return {part: (self.epsilon(part), self._latest(part).delta) for part in parts}
+
+    def _composed(self, roots: tuple[str, ...], parts: dict[str, dict[str, tuple[float, float]]]) -> dict[str, Any]:
+        """(ε, δ) of datasets that may share records: their whole-dataset entries sequentially, plus the
+        parallel composition of each one's partitions (``parts``)."""
+        whole = [e for e in self.entries if not e.partition_of and e.dataset_id in roots]
+        epsilon, delta = 0.0, 0.0
+        if whole:
+            history = [h for e in whole for h in e.history()]
+            epsilon, delta = epsilon_spent(history, whole[-1].delta, whole[-1].accountant), whole[-1].delta
+        for root in roots:
+            epsilon += max((e for e, _ in parts[root].values()), default=0.0)
+            delta += max((d for _, d in parts[root].values()), default=0.0)
+        accountants = {e.accountant for e in self.entries if (e.partition_of or e.dataset_id) in roots}
+        return {"epsilon": epsilon, "delta": delta, "accountants": sorted(accountants)}
+
+    def _latest(self, dataset_id: str) -> LedgerEntry:
+        latest = [e for e in self.entries if e.dataset_id == dataset_id]
+        if not latest:
+            raise KeyError(f"the ledger has no entry for dataset {dataset_id!r}")
+        return latest[-1]
+
+    def check_same_name(self, dataset_id: str, records_identity: str | None) -> None:
+        """Refuse ``dataset_id`` for records the ledger holds under another name: one dataset, one name."""
+        named = next((e.dataset_id for e in self.entries if records_identity == e.records_identity), dataset_id)
+        if records_identity and named != dataset_id:
+            raise PrivacyConfigError(
+                f"the ledger holds these records ({records_identity}) as {named}, not {dataset_id}: spend on them "
+                f"under that name (DPBudget(dataset_id={named!r}), or no dataset_id)"
+            )
+
+    def check_private_use(self, dataset_id: str, records_identity: str | None) -> None:
+        """Refuse to protect records (``dataset_id``, ``records_identity``) whose source the ledger holds as
+        public data: nothing shows the two apart."""
+        source = records_source(records_identity, dataset_id)
+        public = next((use for use in self.public_data if source and use.records_source == source), None)
+        if public is not None:
+            raise PrivacyConfigError(
+                f"{dataset_id} draws on the records of {source}, which the ledger holds as public data "
+                f"({public.dataset_id}, declared public because: {public.source}): records cannot be both public "
+                "and protected; train on data from another source"
+            )
+
+    def check_public_use(self, dataset_id: str, records_identity: str | None) -> None:
+        """Refuse to declare public data whose records may be ones the ledger protects (same source)."""
+        source = records_source(records_identity, dataset_id)
+        protected = next((e for e in self.entries if source and e.records_source == source), None)
+        if protected is not None:
+            raise PrivacyConfigError(
+                f"the data declared public ({dataset_id}) draws on the records of {source}, which the ledger "
+                f"protects as {protected.dataset_id}: records cannot be both public and protected; declare "
+                "public only data from another source"
+            )
 
     def worst_guarantee(self) -> dict[str, Any] | None:
         """The guarantee (``guarantees``) with the largest ε: what the whole ledger promises; None when empty."""
@@ -182,3 +252,13 @@ class PrivacyLedger:
         pac = [PACEntry(**r) for r in data.get("pac_releases", [])]
         public = [PublicDataUse(**p) for p in data.get("public_data", [])]
         return cls([LedgerEntry.from_dict(e) for e in data["entries"]], pac, public)
+
+
+def _linked(sources: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
+    """Each key's group: the keys that share a source with it, directly or through other keys."""
+    groups: list[tuple[set[str], tuple[str, ...]]] = []
+    for key, own in sources.items():
+        linked = [group for group in groups if group[0] & own]
+        merged = (own.union(*(g[0] for g in linked)), (*(k for g in linked for k in g[1]), key))
+        groups = [group for group in groups if all(group is not g for g in linked)] + [merged]
+    return {key: keys for _, keys in groups for key in keys}

@@ -11,7 +11,7 @@ from torch import nn
 
 from zoo.privacy.errors import PrivacyConfigError
 
-ACCOUNTANTS = ("rdp", "prv", "gdp")
+ACCOUNTANTS = ("rdp", "prv", "gdp", "pld")
 
 
 def check_epsilon(epsilon: float, name: str = "target_epsilon") -> float:

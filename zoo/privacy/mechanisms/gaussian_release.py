@@ -50,14 +50,16 @@ def gaussian_release(
     ledger: PrivacyLedger | None = None,
     generator: torch.Generator | None = None,
     partition_of: str | None = None,
+    records_identity: str | None = None,
     note: str = "",
 ) -> tuple[Tensor, LedgerEntry]:
     """Return ``statistic + N(0, (σ·Δ₂)²)`` and the ledger entry that accounts for it.
 
     ``l2_sensitivity`` is the largest change of the statistic when one example is added
     or removed; σ is calibrated from ``target_epsilon`` unless given, composed with what
-    ``ledger`` already holds for ``dataset_id``. The entry is appended to ``ledger`` when one
-    is passed. Without a ``generator`` the noise comes from OS entropy.
+    ``ledger`` already holds for ``dataset_id`` (whose records ``records_identity`` names). The
+    entry is appended to ``ledger`` when one is passed. Without a ``generator`` the noise comes
+    from OS entropy.
     """
     check_exactly_one(target_epsilon, noise_multiplier)
     delta = check_delta(delta)
@@ -84,6 +86,7 @@ def gaussian_release(
         steps=1,
         target_epsilon=target_epsilon,
         partition_of=partition_of,
+        records_identity=records_identity,
         note=note,
     )
     if ledger is not None:

@@ -10,8 +10,13 @@ then it queries one helper J_t drawn uniformly at random from secret randomness 
 reads, clips each of the B terms it computes through helper J_t to C, and adds fresh N(0, σ²C²)
 noise. So
 
-* helper j's state before step t is a function of part j, the earlier outputs and public values
-  only: for j ≠ k it is the same under both neighbours, given the same earlier outputs;
+* helper j's state (parameters and buffers) before step t is a function of part j, the earlier
+  outputs and public values only: for j ≠ k it is the same under both neighbours, given the same
+  earlier outputs. This needs two more things of the code than the schedule: the query leaves the
+  queried helper as it was, and a helper's training leaves every other module as it was
+  (``lightning_modules.helper_parts.buffers_restored``; a forward pass in training mode moves
+  spectral norm's power-iteration vectors and batch-norm statistics, and a helper whose part is
+  empty skips its forward passes);
 * given the earlier outputs, step t therefore picks one of K items (the helpers' outputs) uniformly
   and adds Gaussian noise; the neighbour replaces item k only. Every term is clipped to the
   C-ball, so each item's mean lies in a ball of radius R (R = C·√B when the B terms are released

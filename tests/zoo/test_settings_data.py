@@ -1,0 +1,68 @@
+"""The images that chose a shipped model's settings, the held-out validation split of each named
+dataset (seed 0, 10,000 images), are none of the records the model protects or was pretrained on:
+tuning on them costs no privacy only because of that."""
+
+import hashlib
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.zoo.test_cifar10 import REAL_DATA
+from zoo.data.folders import content_digest, folder_parts
+from zoo.data.partition import train_validation_split
+from zoo.registry import checkpoints_dir
+
+
+def _folders_script():
+    """benchmarks/cifar10_class_folders.py, by path (a site package already owns the name ``benchmarks``)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "cifar10_class_folders.py"
+    spec = importlib.util.spec_from_file_location("cifar10_class_folders", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FOLDERS_SCRIPT = _folders_script()
+VALIDATION = FOLDERS_SCRIPT.VALIDATION
+NAMED_SPLIT = re.compile(r"^(mnist|fashion_mnist|cifar10)/train\[seed=(\d+),minus-validation=(\d+)\]")
+CONFIGS = sorted(checkpoints_dir().glob("*/config.json"))
+
+
+def data_used(config: dict) -> list[str]:
+    """The dataset ids of everything the model was trained on: protected (ledger entries) or public."""
+    ledger = config.get("privacy_ledger", {})
+    return [entry["dataset_id"] for entry in ledger.get("entries", []) + ledger.get("public_data", [])]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.parent.name)
+def test_a_shipped_model_on_a_named_dataset_leaves_out_the_validation_split(config):
+    for dataset_id in data_used(json.loads(config.read_text())):
+        named = NAMED_SPLIT.match(dataset_id)
+        if named:
+            seed, held_out = int(named[2]), int(named[3])
+            assert (seed, held_out) == (VALIDATION["seed"], VALIDATION["validation_size"]), dataset_id
+
+
+@pytest.mark.skipif(
+    not (REAL_DATA / "cifar10-images").is_dir(),
+    reason=f"the CIFAR-10 image-folder tree is not in {REAL_DATA}; set DPZOO_DATA_DIR",
+)
+def test_the_cifar10_class_folders_of_shipped_models_hold_no_validation_image(tmp_path):
+    """Rebuilt by ``benchmarks/cifar10_class_folders.py``: no training image of either folder has the bytes
+    of a validation image, and every shipped model that names a folder was trained on these very files."""
+    tree = (REAL_DATA / "cifar10-images").resolve()
+    train = folder_parts(tree)[0]
+    _, validation = train_validation_split(len(train.files), VALIDATION["validation_size"], VALIDATION["seed"])
+    validation_bytes = {hashlib.sha256(train.files[i].read_bytes()).digest() for i in validation.tolist()}
+    training_files = FOLDERS_SCRIPT.training_files_outside_validation(tree)
+    used = [dataset_id for config in CONFIGS for dataset_id in data_used(json.loads(config.read_text()))]
+    for name, labels in FOLDERS_SCRIPT.FOLDERS.items():
+        FOLDERS_SCRIPT.write_folder(tmp_path / name, tree, labels, training_files)
+        part = folder_parts(tmp_path / name)[0]
+        assert not any(hashlib.sha256(file.read_bytes()).digest() in validation_bytes for file in part.files)
+        naming = [dataset_id for dataset_id in used if dataset_id.startswith(f"{name}@sha256:")]
+        assert naming, f"no shipped model names {name}"
+        assert all(dataset_id.startswith(f"{name}@sha256:{content_digest(part)[:16]}/") for dataset_id in naming)
