@@ -51,10 +51,15 @@ class Budget:
     ) -> None:
         """Spend into ``ledger`` (the model's) on the data named ``protected`` (a share of ``partition_of``),
         whose records ``records_identity`` names (``zoo.privacy.records``), once ``check_records`` allows it."""
+        protected = self.data_named(protected)
         if protected is not None:
             self.check_records(ledger, protected, records_identity)
         self.spend_into(ledger)
         self.protected, self.partition_of, self.records_identity = protected, partition_of, records_identity
+
+    def data_named(self, data_id: str | None) -> str | None:
+        """The dataset id this budget spends on: the data's own."""
+        return data_id
 
     def check_records(self, ledger: PrivacyLedger, dataset_id: str, records_identity: str | None) -> None:
         """Before spending on ``dataset_id``: refuse records whose source ``ledger`` holds as public data."""
@@ -143,17 +148,6 @@ class DPBudget(Budget):
         self.dataset_id = dataset_id
         self.noise_generator = private_generator(noise_seed)
 
-    def bind(
-        self,
-        ledger: PrivacyLedger,
-        protected: str | None,
-        partition_of: str | None = None,
-        records_identity: str | None = None,
-    ) -> None:
-        """As ``Budget.bind``, but a budget that names its data (``dataset_id``) spends on that name, as its
-        private stages do: every stage of the plan then composes on one dataset id."""
-        super().bind(ledger, self.data_named(protected), partition_of, records_identity)
-
     def check_records(self, ledger: PrivacyLedger, dataset_id: str, records_identity: str | None) -> None:
         """As ``Budget.check_records``; and a budget that names its data (``dataset_id``) may not rename
         records the ledger holds under another name."""
@@ -162,7 +156,8 @@ class DPBudget(Budget):
         super().check_records(ledger, dataset_id, records_identity)
 
     def data_named(self, data_id: str | None) -> str | None:
-        """The dataset id this budget spends on: its own ``dataset_id`` when given, else the data's."""
+        """The dataset id this budget spends on: its own ``dataset_id`` when given, else the data's. ``bind``
+        and the private stages both ask here, so every stage of the plan composes on one dataset id."""
         return self.dataset_id or data_id
 
     def callback(self) -> DPCallback:

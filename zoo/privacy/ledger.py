@@ -10,7 +10,7 @@ import dataclasses
 import datetime
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 
 from zoo.privacy.accounting import History, epsilon_spent
 from zoo.privacy.errors import PrivacyConfigError
@@ -18,6 +18,8 @@ from zoo.privacy.pac import PACEntry
 from zoo.privacy.records import records_source
 
 LEDGER_FORMAT = 1
+#: a use of data the ledger records, protected or public
+_Use = TypeVar("_Use", "LedgerEntry", "PublicDataUse")
 _VERSIONED_PACKAGES = ("dpzoo", "torch", "opacus", "pytorch-lightning")
 
 
@@ -196,8 +198,7 @@ class PrivacyLedger:
     def check_private_use(self, dataset_id: str, records_identity: str | None) -> None:
         """Refuse to protect records (``dataset_id``, ``records_identity``) whose source the ledger holds as
         public data: nothing shows the two apart."""
-        source = records_source(records_identity, dataset_id)
-        public = next((use for use in self.public_data if source and use.records_source == source), None)
+        source, public = _first_from(self.public_data, dataset_id, records_identity)
         if public is not None:
             raise PrivacyConfigError(
                 f"{dataset_id} draws on the records of {source}, which the ledger holds as public data "
@@ -207,8 +208,7 @@ class PrivacyLedger:
 
     def check_public_use(self, dataset_id: str, records_identity: str | None) -> None:
         """Refuse to declare public data whose records may be ones the ledger protects (same source)."""
-        source = records_source(records_identity, dataset_id)
-        protected = next((e for e in self.entries if source and e.records_source == source), None)
+        source, protected = _first_from(self.entries, dataset_id, records_identity)
         if protected is not None:
             raise PrivacyConfigError(
                 f"the data declared public ({dataset_id}) draws on the records of {source}, which the ledger "
@@ -252,6 +252,12 @@ class PrivacyLedger:
         pac = [PACEntry(**r) for r in data.get("pac_releases", [])]
         public = [PublicDataUse(**p) for p in data.get("public_data", [])]
         return cls([LedgerEntry.from_dict(e) for e in data["entries"]], pac, public)
+
+
+def _first_from(uses: list[_Use], dataset_id: str, records_identity: str | None) -> tuple[str | None, _Use | None]:
+    """The source of the records (``dataset_id``, ``records_identity``) and the first of ``uses`` drawn from it."""
+    source = records_source(records_identity, dataset_id)
+    return source, next((use for use in uses if source and use.records_source == source), None)
 
 
 def _linked(sources: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
