@@ -151,9 +151,24 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.write_card:
-        record_evaluation(folder, evaluation, "dpzoo " + shlex.join(args.argv))
+        record_evaluation(folder, evaluation, "dpzoo " + shlex.join(_without_local_report(args.argv)))
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
+
+
+def _without_local_report(argv: list[str]) -> list[str]:
+    """``evaluate``'s arguments as a card records them: where this machine wrote its own report (``--json``,
+    ``--overwrite``) changes no number and would publish a local path."""
+    kept: list[str] = []
+    skip_value = False
+    for arg in argv:
+        if skip_value or arg == "--overwrite" or arg.startswith("--json="):
+            skip_value = False
+        elif arg == "--json":
+            skip_value = True
+        else:
+            kept.append(arg)
+    return kept
 
 
 def _card(args: argparse.Namespace) -> int:

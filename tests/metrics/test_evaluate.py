@@ -92,6 +92,7 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     report = json.loads((tmp_path / "report.json").read_text())
     recorded = load_config(folder)["evaluation"]
     assert recorded["details"] == report and recorded["command"].startswith("dpzoo evaluate")
+    assert "--json" not in recorded["command"] and str(tmp_path / "report.json") not in recorded["command"]
     (result,) = ModelCard.load(folder / "README.md").data.eval_results
     assert result.metric_type == "fid_lenet" and "lenet-mnist" in result.metric_name
     assert main(["evaluate", str(folder), "--metrics", "nope"]) == 2
