@@ -25,18 +25,16 @@ from torch import Tensor
 
 from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.central_images import CentralImagesWarmStart
-from lightning_modules.nets.generators import build_generator, generate_conditional, generated_embedding
-from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
+from lightning_modules.mean_embedding import MeanEmbeddingGenerator
+from lightning_modules.nets.generators import build_generator
+from lightning_modules.nets.random_features import RandomFourierFeatures
 from zoo.privacy import DPBudget, PrivacyBarrier
 from zoo.registry import register_method
 from zoo.stages import PublicStatistic, PublicSteps, Release, Stage
 
-#: records embedded at a time (n × features floats)
-EMBEDDING_CHUNK = 1000
-
 
 @register_method
-class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
+class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
     method = "dp-merf"
     privacy_barrier = PrivacyBarrier.ONE_SHOT_RELEASE
     released_modules = ("generator",)
@@ -98,7 +96,7 @@ class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
 
     @torch.no_grad()
     def _release_embedding(self, datamodule: Any, budget: DPBudget) -> None:
-        total, count = self._embedding_sum(datamodule)
+        total, count = self.embedding_sum(datamodule, self.features)
         noisy = budget.release(
             total,
             1.0,
@@ -109,39 +107,15 @@ class DPMERF(CentralImagesWarmStart, DPGenerativeModel):
 
     @torch.no_grad()
     def _embed_public(self, public: Any) -> None:
-        total, count = self._embedding_sum(public)
+        total, count = self.embedding_sum(public, self.features)
         self.released_embedding.copy_(total / count)
-
-    def _embedding_sum(self, datamodule: Any) -> tuple[Tensor, int]:
-        """Σ φ(x)⊗e_y over the data's training records (φ in float64: norm 1 to 1e-12), and their count."""
-        datamodule.setup("fit")
-        images, labels = datamodule.train_set.tensors
-        total = torch.zeros_like(self.released_embedding, dtype=torch.float64)
-        for start in range(0, len(images), EMBEDDING_CHUNK):
-            chunk = slice(start, start + EMBEDDING_CHUNK)
-            features = self.features(images[chunk].double())
-            total += labelled_embedding(features, labels[chunk], self.num_classes)
-        return total, len(images)
 
     def training_step(self, step: Tensor, batch_idx: int) -> Tensor:
         if self.in_warm_start():
             return self.warm_start_step(step)
-        arch = self.hparams
-        fitted = generated_embedding(
-            self.generator, arch.code_dim, self.num_classes, arch.batch_size, self.features, self.device
-        )
-        loss = (self.released_embedding - fitted).square().sum()
+        loss = self.embedding_distance()
         self.log("embedding_distance", loss, prog_bar=True)
         return loss
-
-    def configure_optimizers(self) -> Any:
-        optimizer = torch.optim.Adam(self.generator.parameters(), lr=self.hparams.learning_rate)
-        schedule = torch.optim.lr_scheduler.StepLR(optimizer, self.hparams.decay_every, self.hparams.lr_decay)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
-
-    def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
-        assert labels is not None
-        return generate_conditional(self.generator, self.hparams.code_dim, labels, generator)
 
     @classmethod
     def card_notes(cls, config: dict[str, Any]) -> list[str]:

@@ -32,3 +32,41 @@ def write_image_folder(
                 image = Image.fromarray(pixels).convert(mode)
                 image.save(folder / f"{index}.{'jpg' if index % 2 else 'png'}")
     return root
+
+
+#: class folders as a user names them: spaces, mixed case, digits
+MESSY_CLASSES = ("Boats", "kitties", "planes and jets", "trucks_2024")
+#: (mode, (height, width), suffix) of the images of each class, in turn: every kind of mess of issue 42
+MESSY_KINDS = (
+    ("RGB", (32, 32), ".jpg"),
+    ("RGB", (32, 32), ".jpeg"),
+    ("RGB", (32, 32), ".PNG"),
+    ("RGB", (28, 40), ".jpg"),
+    ("RGB", (40, 28), ".png"),
+    ("L", (32, 32), ".png"),
+    ("RGBA", (32, 32), ".PNG"),
+    ("RGB", (64, 64), ".jpg"),
+    ("RGB", (28, 28), ".jpeg"),
+    ("RGB", (24, 36), ".jpg"),
+    ("RGB", (32, 32), ".jpg"),
+    ("RGB", (32, 32), ".png"),
+)
+CORRUPT = "kitties/broken.jpg"
+STRAY_FILES = (".DS_Store", "Boats/.DS_Store", "kitties/notes.txt")
+
+
+def write_messy_folder(root: Path, seed: int = 0) -> Path:
+    """A flat folder (no train/test) of small images with every kind of mess a user's photos have: sizes from
+    24 to 64 pixels, non-square images, grey and RGBA images, .jpg/.jpeg/.PNG side by side, one corrupt file,
+    a .DS_Store and a notes.txt, class folders with spaces and mixed case. Each class a different mean colour."""
+    rng = np.random.default_rng(seed)
+    for label, name in enumerate(MESSY_CLASSES):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        for index, (mode, size, suffix) in enumerate(MESSY_KINDS):
+            pixels = np.clip(rng.normal(50 + 50 * label, 30, (*size, 4)), 0, 255).astype(np.uint8)
+            pixels[..., 3] = np.where(np.arange(size[1]) < size[1] // 2, 255, 0)  # half transparent
+            Image.fromarray(pixels, "RGBA").convert(mode).save(root / name / f"{name[:3]} {index}{suffix}")
+    (root / CORRUPT).write_bytes(b"\xff\xd8\xff\xe0 not a whole JPEG")
+    for stray in STRAY_FILES:
+        (root / stray).write_text("stray")
+    return root

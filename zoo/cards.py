@@ -9,6 +9,7 @@ notes) comes from the method class, which this module never names.
 
 from __future__ import annotations
 
+import json
 import math
 from importlib import resources
 from pathlib import Path
@@ -16,13 +17,13 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.layout import load_config
+from zoo.headline import HEADLINE_KEY, headline_disagreement, stated_guarantee
+from zoo.layout import CheckpointError, load_config
 from zoo.privacy import PrivacyLedger
 from zoo.privacy.accounting import describe_accountant
 from zoo.privacy.pac import NOTION as PAC_NOTION
 from zoo.registry import method_class
 
-LICENSE = "apache-2.0"
 TEMPLATE = "model_card.md"
 BARRIERS = {
     "B1": "a one-shot statistic released with the Gaussian mechanism",
@@ -58,11 +59,27 @@ PAC_SUBJECT = (
 
 #: the notion of a model that has seen declared-public data only
 PUBLIC_NOTION = "none: trained on data declared public only"
-#: what public data is, on every card that used some
+#: what public data is, on the card of a model that has seen nothing else
 PUBLIC_DATA = (
     "declared public by whoever trained the model, for the reason given; it is used without noise, charged no "
     "(ε, δ) and protected by nothing"
 )
+#: what public data is, on the card of a model that also has protected data: the reason belongs to the stages
+#: that declared it (a base's pretraining, say), and claims nothing about the data protected after them
+PUBLIC_DATA_OF_EARLIER_STAGES = (
+    "declared public by whoever ran the stages named below, for the reason they gave then: their words describe "
+    "that data, not the protected data above. It is used without noise, charged no (ε, δ) and protected by nothing"
+)
+#: the rows of a card's Data section (``config["data"]``, all optional), in this order
+DATA_LABELS = {
+    "name": "name",
+    "records": "records (as the privacy ledger names them)",
+    "classes": "classes",
+    "images": "training images",
+    "image_shape": "image shape",
+    "preprocessing": "preprocessing",
+    "held_out": "held out of training",
+}
 
 
 def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +99,7 @@ def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
             "public_data": public,
         }
     guarantees = ledger.guarantees()
-    main, worst = ledger.main_entry(), ledger.worst_guarantee()
+    main, worst = ledger.main_entry(), max(guarantees.values(), key=lambda g: g["epsilon"])
     return {
         "notion": "(epsilon, delta)-differential privacy",
         "neighbouring_relation": "add or remove one training record",
@@ -174,18 +191,55 @@ def datasets_line(privacy: dict[str, Any]) -> str:
 
 def guarantee_summary(privacy: dict[str, Any]) -> str:
     """The guarantee in a few words, stated as its own notion (lists, indexes, the CLI)."""
-    if is_public(privacy):
-        return "none needed: public data only"
-    if is_pac(privacy):
-        return "; ".join(
-            f"PAC privacy: MI ≤ {g['mi_bound_nats']:g} nats (confidence {g['confidence']:g})"
-            for g in privacy["guarantees"]
-        )
-    return f"(ε = {privacy['epsilon']}, δ = {privacy['delta']:g})-DP"
+    return stated_guarantee(
+        {
+            "epsilon": privacy.get("epsilon"),
+            "delta": privacy.get("delta"),
+            "pac": privacy["guarantees"] if is_pac(privacy) else None,
+        }
+    )
 
 
 def display_method(config: dict[str, Any]) -> str:
     return method_class(config["method"]).display_name(config)
+
+
+def headline(config: dict[str, Any], method: type | None = None) -> dict[str, Any]:
+    """What ``dpzoo list`` shows of a model (``zoo.headline``), computed from its ledger: ``save_pretrained``
+    stores it in config.json so that listing runs no accountant. ``epsilon`` and ``delta`` are None for a
+    PAC-private model (no (ε, δ)), whose ``pac`` holds its bounds instead, and for a public base. ``method``:
+    the model's class (default: the registered class of ``config["method"]``)."""
+    privacy = privacy_metadata(config)
+    return {
+        "method": (method or method_class(config["method"])).display_name(config),
+        "dataset": datasets_line(privacy),
+        "notion": privacy["notion"],
+        "epsilon": privacy.get("epsilon"),
+        "delta": privacy.get("delta"),
+        "accountant": privacy.get("accountant"),
+        "pac": privacy["guarantees"] if is_pac(privacy) else None,
+    }
+
+
+#: the (stored headline, ledger) pairs found to agree in this process: one ledger always gives one guarantee, so
+#: loading a model again does not run its accountants again
+_AGREEING: set[str] = set()
+
+
+def check_headline(config: dict[str, Any], name: str | Path, method: type | None = None) -> None:
+    """Refuse the model ``name`` when its config.json states another guarantee than its ledger gives (a config
+    without a stored headline states none). ``method`` as for ``headline``."""
+    stored = config.get(HEADLINE_KEY)
+    key = json.dumps([stored, config["privacy_ledger"], config["released_modules"]], sort_keys=True)
+    if stored is None or key in _AGREEING:
+        return
+    disagreement = headline_disagreement(stored, headline(config, method))
+    if disagreement:
+        raise CheckpointError(
+            f"{name}: the guarantee config.json states disagrees with the one recomputed from its privacy ledger "
+            f"({disagreement}); the folder was edited or written by another dpzoo: do not trust its stated guarantee"
+        )
+    _AGREEING.add(key)
 
 
 def model_card(config: dict[str, Any], load_as: str, method: type | None = None) -> ModelCard:
@@ -193,12 +247,13 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
     ``method``: the model's class (default: the registered class of ``config["method"]``)."""
     method = method or method_class(config["method"])
     privacy = privacy_metadata(config)
+    ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
     datasets = sorted({dataset.split("/")[0] for dataset in card_datasets(privacy)})
     evaluation = config.get("evaluation") or {}
     results = evaluation.get("results", [])
     data = ModelCardData(
         library_name="dpzoo",
-        license=LICENSE,
+        license=config.get("license"),
         tags=[_notion_tag(privacy), *method.card_tags(config), *datasets, "dpzoo"],
         datasets=datasets,
         model_name=config["model_id"],
@@ -216,17 +271,76 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
         pac=is_pac(privacy),
         public=is_public(privacy),
         public_data=privacy.get("public_data", []),
-        public_data_means=PUBLIC_DATA,
+        public_data_means=PUBLIC_DATA_OF_EARLIER_STAGES if ledger.entries else PUBLIC_DATA,
         load_as=load_as,
         usage=method.card_usage(config),
+        data_rows=data_rows(config.get("data") or {}),
+        license=config.get("license"),
         barrier_description=BARRIERS.get(privacy["barrier"], privacy["barrier"]),
         ledger_rows=_ledger_rows(config),
-        notes=[*method.card_notes(config), *_composition_notes(privacy)],
+        notes=[*method.card_notes(config), *_composition_notes(privacy), *_sources_notes(ledger)],
         recipe=config.get("recipe") or {},
         evaluation=evaluation,
         results=results,
         per_class=_per_class_tables(evaluation.get("details", {}).get("results", {})),
     )
+
+
+def check_data(data: dict[str, Any]) -> None:
+    """Refuse a data description the card would not show whole: keys other than ``DATA_LABELS``, or a local path
+    where the data's name belongs (a card is made to be published)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"data must be a dict with keys among {list(DATA_LABELS)}, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(DATA_LABELS))
+    if unknown:
+        raise ValueError(f"data has keys {unknown} that no card shows; its keys are {list(DATA_LABELS)}")
+    name = data.get("name")
+    if name is not None and (not isinstance(name, str) or Path(name).expanduser().is_absolute()):
+        raise ValueError(
+            f"data['name'] must name the data in words, not as a local path ({name!r}): the card is published"
+        )
+
+
+def data_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """The card's Data section: one (label, value) row per key of ``data`` that is given."""
+    shown = {
+        "records": lambda records: f"`{records}`",
+        "classes": lambda classes: f"{len(classes)}: " + ", ".join(map(str, classes)),
+        "images": lambda images: f"{images:,}",
+        "image_shape": lambda shape: "×".join(map(str, shape)),
+        "held_out": _held_out_text,
+    }
+    return [
+        (label, _table_cell(shown.get(key, str)(data[key])))
+        for key, label in DATA_LABELS.items()
+        if data.get(key) is not None
+    ]
+
+
+def _held_out_text(held_out: dict[str, Any]) -> str:
+    """Its size and digest first, then how it was chosen (a folder's ``test/`` part, or a fraction and seed)."""
+    rest = {k: v for k, v in held_out.items() if k not in ("images", "digest") and v is not None}
+    size = f"{held_out['images']:,} images" if "images" in held_out else "images"
+    digest = f" ({held_out['digest']})" if held_out.get("digest") else ""
+    return size + digest + "".join(f"; {key} {value}" for key, value in rest.items())
+
+
+def _table_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _sources_notes(ledger: PrivacyLedger) -> list[str]:
+    """What the ledger itself shows about protected and public data seen together: their records come from
+    different sources (it refuses otherwise). Nothing is said where a use does not name its source."""
+    protected = {entry.records_source for entry in ledger.entries}
+    public = {use.records_source for use in ledger.public_data}
+    if not protected or not public or None in protected | public or protected & public:
+        return []
+    return [
+        f"The protected records come from {', '.join(sorted(protected))}, the public records from "
+        f"{', '.join(sorted(public))}: different sources, as the ledger requires (it refuses to protect records "
+        "of a source declared public). It does not compare the images themselves."
+    ]
 
 
 def _notion_tag(privacy: dict[str, Any]) -> str:

@@ -25,18 +25,57 @@ def _user_errors() -> tuple[type[Exception], ...]:
     return (CheckpointError, UnknownModelError, ValueError, FileNotFoundError, FileExistsError)
 
 
+#: `dpzoo list`'s FID column: the metric of each feature extractor, and its name there
+LIST_FID = {"fid_lenet": "LeNet", "fid": "Inception"}
+LIST_LEGEND = (
+    "FID: Fréchet distance of samples to held-out images, with LeNet (MNIST-like data) or Inception (colour) "
+    "features: two scales; lower is better.",
+    "CAS %: test accuracy on held-out images of a CNN trained on samples; higher is better. -: not evaluated.",
+)
+
+
 def _list(args: argparse.Namespace) -> int:
+    """Reads the guarantee each config.json states (no accountant runs, no torch is imported) unless --verify."""
     from zoo.loading import list_models
 
-    models = list_models()
+    models = list_models(verify=args.verify)
     if not models:
         print("no models yet: train one with `dpzoo fit --config configs/<recipe>.yaml`")
         return 0
-    width = max(len(m["model_id"]) for m in models) + 2
-    guarantee_width = max(len(m["guarantee"]) for m in models) + 2
-    print(f"{'model id':<{width}}{'method':<32}{'guarantee':<{guarantee_width}}dataset")
-    for m in models:
-        print(f"{m['model_id']:<{width}}{m['method']:<32}{m['guarantee']:<{guarantee_width}}{m['dataset']}")
+    header = ["model id", "method", "guarantee", "FID", "CAS %", "dataset"]
+    rows = [
+        [m["model_id"], m["method"], m["guarantee"], _fid_cell(m["metrics"]), _cas_cell(m["metrics"]), m["dataset"]]
+        for m in models
+    ]
+    widths = [max(len(row[column]) for row in [header, *rows]) + 2 for column in range(len(header) - 1)]
+    for row in [header, *rows]:
+        print("".join(f"{cell:<{width}}" for cell, width in zip(row[:-1], widths, strict=True)) + row[-1])
+    print("\n".join(LIST_LEGEND))
+    return _report_verification(models) if args.verify else 0
+
+
+def _fid_cell(metrics: dict[str, float]) -> str:
+    extractor = next((name for name in LIST_FID if name in metrics), None)
+    return f"{metrics[extractor]:.1f} {LIST_FID[extractor]}" if extractor else "-"
+
+
+def _cas_cell(metrics: dict[str, float]) -> str:
+    return f"{metrics['cas_cnn']:.1f}" if "cas_cnn" in metrics else "-"
+
+
+def _report_verification(models: list[dict]) -> int:
+    """Each model whose config.json states another guarantee than its ledger gives, on stderr (exit status 1)."""
+    differing = [m for m in models if m["verified"] is False]
+    for m in differing:
+        print(
+            f"{m['model_id']}: config.json states another guarantee than its ledger gives ({m['problem']}); "
+            "the list shows the ledger's",
+            file=sys.stderr,
+        )
+    if differing:
+        return 1
+    checked = sum(m["verified"] is not None for m in models)
+    print(f"verified: each of the {checked} local models states the guarantee its ledger gives")
     return 0
 
 
@@ -44,6 +83,14 @@ def _refuse_existing(path: Path, option: str, overwrite: bool) -> None:
     """Before any work: a file the command would write is never replaced unless ``--overwrite`` says so."""
     if path.exists() and not overwrite:
         raise FileExistsError(f"{option} {path} exists: pass --overwrite to replace it, or choose another path")
+
+
+def _train(args: argparse.Namespace) -> int:
+    from zoo.train import train_folder
+
+    options = ("delta", "out", "max_steps", "license", "convert", "channels", "image_size", "init_from", "overwrite")
+    train_folder(args.folder, args.method, args.epsilon, **{name: getattr(args, name) for name in options})
+    return 0
 
 
 def _sample(args: argparse.Namespace) -> int:
@@ -57,8 +104,6 @@ def _sample(args: argparse.Namespace) -> int:
     from zoo.loading import load
 
     model = load(args.model)
-    from zoo.privacy.pac import describe_pac  # after load: an unknown id answers before torch is imported
-
     labels = [int(v) for v in args.labels.split(",")] if args.labels else None
     samples = model.sample(args.n, labels=labels, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -67,13 +112,8 @@ def _sample(args: argparse.Namespace) -> int:
     else:
         _write_images(samples, out, args.nrow or model.num_classes or 8)
     print(f"wrote {args.n} samples of {args.model} to {out}")
-    for dataset, guarantee in model.privacy_ledger.guarantees().items():
-        print(
-            f"privacy: (ε = {guarantee['epsilon']:.3g}, δ = {guarantee['delta']:g})-DP for {dataset} "
-            f"({', '.join(guarantee['accountants'])} accountant)"
-        )
-    for release in model.privacy_ledger.pac_releases:
-        print(f"{describe_pac(release)} for {release.dataset_id}")
+    for line in model.privacy_ledger.summary_lines():
+        print(line)
     evaluation = (model.pretrained_config or {}).get("evaluation")
     if evaluation:
         print(f"evaluation ({evaluation['command']}):")
@@ -223,13 +263,50 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    commands.add_parser("list", help="list model ids with method, (ε, δ) and dataset").set_defaults(run=_list)
+    listing = commands.add_parser("list", help="list model ids with method, guarantee, FID, CAS and dataset")
+    listing.add_argument(
+        "--verify",
+        action="store_true",
+        help="recompute each guarantee from its privacy ledger (slow) and fail if a config.json states another",
+    )
+    listing.set_defaults(run=_list)
 
     commands.add_parser(
         "fit",
         help="train a method from a YAML recipe (LightningCLI; `dpzoo fit --help` for its options)",
         add_help=False,
     )
+
+    train = commands.add_parser(
+        "train",
+        help="train a method on your image folder: the recipe chosen for its images, a summary first, ε after",
+        description="Train METHOD privately on an image folder (FOLDER/<class>/*, or FOLDER/train + FOLDER/test). "
+        "The folder is checked once (every problem and its fix at once), the method's recipe in configs/ is "
+        "chosen for its images (colour: CIFAR-10's, grey: MNIST's), and a summary with an estimated time is "
+        "printed before training; a folder without test/ keeps 10% of each class out of training for "
+        "`dpzoo evaluate`. Experts: `dpzoo fit --config RECIPE --images FOLDER`.",
+    )
+    train.add_argument("folder", help="the image folder")
+    train.add_argument("--method", required=True, help="an image method with recipes in configs/, e.g. dp-merf")
+    train.add_argument("--epsilon", type=float, required=True, help="the privacy budget ε for the folder")
+    train.add_argument("--delta", type=float, default=1e-5, help="δ (default: 1e-5)")
+    train.add_argument("--out", default=None, help="model folder to write (default: out/<folder>-<method>)")
+    train.add_argument("--max-steps", type=int, default=None, help="bound the run: training steps (default: recipe's)")
+    train.add_argument("--license", default=None, help="the licence of the release, stated on the card (default: none)")
+    train.add_argument(
+        "--convert",
+        choices=("crop", "pad", "stretch"),
+        default=None,
+        help="how to read images of another aspect ratio (centre crop, pad with white, or stretch); also composites "
+        "transparent images on white. Stated in the summary and on the card",
+    )
+    train.add_argument(
+        "--channels", type=int, choices=(1, 3), default=None, help="read all images as grey (1) or RGB (3)"
+    )
+    train.add_argument("--image-size", type=int, default=None, help="read images at this side (default: their own)")
+    train.add_argument("--init-from", default=None, help="start from this model's weights (a base's id or folder)")
+    train.add_argument("--overwrite", action="store_true", help="replace a model already in --out")
+    train.set_defaults(run=_train)
 
     sample = commands.add_parser("sample", help="write a sample grid (images) or rows (tables) from a model")
     sample.add_argument("model", help="model id, folder, or hf-hub:org/name")

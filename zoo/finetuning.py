@@ -7,10 +7,11 @@ from typing import Any
 
 import pytorch_lightning as pl
 
+from zoo.base_weights import check_base_fits_images, load_base, note_in_ledger
 from zoo.loading import load
 from zoo.privacy import DPBudget
 from zoo.privacy.barriers import check_finetunable
-from zoo.shapes import check_model_fits_data
+from zoo.shapes import model_for_data
 from zoo.stages import train
 
 
@@ -36,16 +37,21 @@ def finetune(
     model's last ledger entry. A model trained per class
     fine-tunes each class's model on that class of the new data, each at ``target_epsilon``
     (parallel composition again): the datamodule must offer ``for_class(label)``.
+
+    Data with another number of classes than the model's gets a new model: the model's weights but for
+    the layers whose shape follows the class count, which start afresh (``zoo.base_weights``; printed,
+    and noted in the new ledger entries). The image shape must be the model's.
     """
-    model = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
-    check_finetunable(model)
-    check_model_fits_data(
-        model,
-        datamodule,
-        "fine-tune",
-        "Train a new model on this data from a recipe instead (dpzoo fit --config configs/<recipe>.yaml "
-        "--images PATH builds the model for the folder's images and classes)",
-    )
+    base = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
+    name = str(model_or_id) if isinstance(model_or_id, (str, Path)) else f"the given {base.method} model"
+    check_finetunable(base)
+    check_base_fits_images(base, datamodule, name)
+    model = model_for_data(base, datamodule)
+    reinitialised = None if model is base else load_base(model, base, name)
+    model.privacy_ledger = base.privacy_ledger
+    if reinitialised:
+        print(reinitialised.sentence())
+    since = len(model.privacy_ledger.entries)
     if max_grad_norm is None:  # a base pretrained on public data only has no entry: C = 1 (releases ignore it)
         entries = model.privacy_ledger.entries
         max_grad_norm = entries[-1].clip_norm if entries else 1.0
@@ -59,4 +65,6 @@ def finetune(
     options = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False, **trainer_kwargs}
     model.train()
     train(model, datamodule, budget, max_steps=max_steps, **options)
+    if reinitialised:
+        note_in_ledger(model.privacy_ledger, since, reinitialised)
     return model.eval()

@@ -7,7 +7,9 @@ without noise (``zoo.stages.pretrain_public``); ``--init_from`` starts a private
 or any fine-tunable model.
 
 Any image recipe runs on a folder of your own images (``--images PATH``): the model is built for
-the data's image shape and class count (``zoo.shapes``) unless the command line sets them."""
+the data's image shape and class count (``zoo.shapes``) unless the command line sets them, and the saved
+model records the folder's description (``ImageFolderDataModule.card_data``). ``dpzoo train`` runs
+through ``run_fit`` too (``zoo.train``)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import inspect
 import re
 import shlex
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ from pytorch_lightning.cli import LightningCLI
 
 from lightning_modules.base import DPGenerativeModel
 from lightning_modules.partitioned import PerClassModel
+from zoo.base_weights import Reinitialised, check_base_fits_images, load_base, note_in_ledger
+from zoo.data.folder_check import FolderProblems
 from zoo.data.image_folder import ImageFolderDataModule
 from zoo.data.public import PublicData
 from zoo.hub import check_save_target, save_pretrained
@@ -33,7 +37,7 @@ from zoo.loading import load
 from zoo.privacy import Budget, DPCallback, PrivacyConfigError
 from zoo.privacy.barriers import check_finetunable
 from zoo.shapes import DataShapeError, data_arguments_of, model_for_data
-from zoo.stages import pretrain_public, train
+from zoo.stages import pretrain_public, train, without_lightning_tips
 
 IMAGES_OPTION = "--images"
 #: how a recipe written before budgets had their own block named its budget, among trainer.callbacks
@@ -45,6 +49,14 @@ MOVE_THE_BUDGET = (
 )
 #: what a recipe's data block passes on to a user's image folder: the rest is the folder's own default
 KEPT_FROM_RECIPE = ("sample_rate",)
+#: what ``run_fit`` calls once the model is built for the data, before any training:
+#: ``(model, datamodule, budget or None, trainer options)``
+BeforeTraining = Callable[[DPGenerativeModel, Any, "Budget | None", dict[str, Any]], None]
+
+
+def fit_flag(name: str, value: Any) -> str:
+    """An image folder's option as ``dpzoo fit`` takes it (``zoo.data.folder_check`` spells fixes with it)."""
+    return f"--data.init_args.{name} {value}"
 
 
 class DPZooCLI(LightningCLI):
@@ -77,6 +89,9 @@ class DPZooCLI(LightningCLI):
         parser.add_argument("--model_id", default=None, help="model id for the card (default: the folder name)")
         parser.add_argument("--selection", default=None, help="how the recipe was chosen (stated in the card)")
         parser.add_argument("--weights_dtype", default="float32", help="float32 or float16 for the release")
+        parser.add_argument(
+            "--license", type=str | None, default=None, help="the licence of the release, on the card (default: none)"
+        )
         parser.add_argument(
             "--per_class", type=int, default=0, help="train one model per class 0..K-1 on data.for_class(k)"
         )
@@ -163,15 +178,16 @@ def _cli(args: Sequence[str]) -> DPZooCLI:
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
     _refuse_old_style_recipes(args)
     try:
-        return DPZooCLI(
-            DPGenerativeModel,
-            LightningDataModule,
-            subclass_mode_model=True,
-            subclass_mode_data=True,
-            args=_expand_images(args),
-            run=False,
-            save_config_callback=None,
-        )
+        with without_lightning_tips():  # LightningCLI builds a Trainer too
+            return DPZooCLI(
+                DPGenerativeModel,
+                LightningDataModule,
+                subclass_mode_model=True,
+                subclass_mode_data=True,
+                args=_expand_images(args),
+                run=False,
+                save_config_callback=None,
+            )
     except ValueError as error:
         plain = _class_message(str(error))
         if plain is None:
@@ -223,33 +239,46 @@ def _check_no_budget(cli: DPZooCLI) -> None:
         )
 
 
-def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
-    """``argv`` are LightningCLI arguments after ``fit`` (``--config recipe.yaml``, overrides, ...)."""
+def run_fit(
+    argv: Sequence[str], recorded: dict[str, Any] | None = None, before_training: BeforeTraining | None = None
+) -> DPGenerativeModel:
+    """``argv`` are LightningCLI arguments after ``fit`` (``--config recipe.yaml``, overrides, ...). ``recorded``
+    replaces what the saved model records of its recipe (``config``, ``command``, ``selection``)."""
     cli = _cli(argv)
     options = cli.config
     public = isinstance(cli.datamodule, PublicData)
     callbacks, trainer_options = _trainer_callbacks(cli)
+    budget = None
     if public:
         _check_no_budget(cli)
     else:
         budget = _budget(cli)
     if options.get("save_pretrained"):
         check_save_target(options["save_pretrained"], overwrite=options.get("overwrite", False))
-    model = _model_for_data(cli.model, cli.datamodule, options.get("per_class") or 0, command_line_keys(argv))
-    if options.get("init_from"):
-        initialise_from(model, options["init_from"])
+    try:
+        model = _model_for_data(cli.model, cli.datamodule, options.get("per_class") or 0, command_line_keys(argv))
+    except FolderProblems as problems:
+        raise FolderProblems(problems.problems, problems.parts, fit_flag) from None
+    reinitialised = initialise_from(model, options["init_from"], cli.datamodule) if options.get("init_from") else None
+    since = len(model.privacy_ledger.entries) if model.privacy_ledger else 0
+    if before_training is not None:
+        before_training(model, cli.datamodule, budget, trainer_options)
     if public:
         pretrain_public(model, cli.datamodule, callbacks=callbacks, **trainer_options)
     else:
         ckpt_path = options.get("ckpt_path")
         train(model, cli.datamodule, budget, callbacks=callbacks, ckpt_path=ckpt_path, **trainer_options)
+    if reinitialised:
+        note_in_ledger(model.privacy_ledger, since, reinitialised)
     if options.get("save_pretrained"):
         configs = [str(c) for c in options.get("config") or []]
         recipe = {
             "config": configs[0] if len(configs) == 1 else configs,
             "command": "dpzoo fit " + shlex.join(argv),
             "selection": options.get("selection"),
+            **(recorded or {}),
         }
+        card_data = getattr(cli.datamodule, "card_data", None)
         folder = save_pretrained(
             model,
             Path(options["save_pretrained"]),
@@ -257,27 +286,27 @@ def run_fit(argv: Sequence[str]) -> DPGenerativeModel:
             recipe=recipe,
             weights_dtype=options.get("weights_dtype") or "float32",
             overwrite=options.get("overwrite", False),
+            license=options.get("license"),
+            data=card_data() if card_data and not public else None,
         )
         print(f"saved {folder}")
     return model
 
 
-def initialise_from(model: DPGenerativeModel, name: str) -> None:
+def initialise_from(model: DPGenerativeModel, name: str, data: Any) -> Reinitialised | None:
     """Load the released weights and the ledger of model ``name`` into the recipe's ``model`` (same method,
-    modules of the same shapes), after the checks of ``zoo.finetune``; the recipe's training settings apply."""
+    built for ``data``), after the checks of ``zoo.finetune``; the recipe's training settings apply. A base
+    with another class count gives all but its class-dependent layers (``zoo.base_weights``)."""
     base = load(name)
     if base.method != model.method:
         raise DataShapeError(f"--init_from {name} is a {base.method} model, but the recipe trains {model.method}")
     check_finetunable(model)
-    for module in base.released_modules:
-        try:
-            getattr(model, module).load_state_dict(getattr(base, module).state_dict())
-        except RuntimeError as error:
-            raise DataShapeError(
-                f"--init_from {name}: its {module} does not fit the recipe's model (set the recipe's architecture "
-                f"to the base's, see its config.json): {str(error).splitlines()[-1].strip()}"
-            ) from None
+    check_base_fits_images(base, data, name)
+    reinitialised = load_base(model, base, name)
+    if reinitialised:
+        print(reinitialised.sentence())
     model.privacy_ledger = base.privacy_ledger
+    return reinitialised
 
 
 def _model_for_data(model: DPGenerativeModel, data: Any, per_class: int, given: set[str]) -> DPGenerativeModel:

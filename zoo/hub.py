@@ -18,10 +18,12 @@ import torch
 from huggingface_hub import HfApi, constants, get_token
 from huggingface_hub.errors import HfHubHTTPError
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+from safetensors.torch import save as safetensors_bytes
 
 import zoo
-from zoo.cards import model_card
+from zoo.cards import check_data, check_headline, headline, model_card
+from zoo.headline import HEADLINE_KEY
 from zoo.layout import (
     CARD_NAME,
     CONFIG_FORMAT,
@@ -31,6 +33,8 @@ from zoo.layout import (
     default_load_name,
     holds_model,
     load_config,
+    publishable_command,
+    publishable_path,
     published_files,
     write_config,
 )
@@ -88,14 +92,22 @@ def build_config(
     recipe: dict[str, Any] | None = None,
     evaluation: dict[str, Any] | None = None,
     weights_dtype: str = "float32",
+    *,
+    license: str | None = None,
+    data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """config.json of ``model``: what it is, how it was trained (commands without local paths), the licence and
+    data description given, its ledger, and the headline ``dpzoo list`` reads (``zoo.cards.headline``)."""
     ledger = getattr(model, "privacy_ledger", None)
     if not isinstance(ledger, PrivacyLedger) or not (ledger.entries or ledger.pac_releases or ledger.public_data):
         raise CheckpointError(
             f"{model_id}: the model has no privacy ledger; only models trained through their stages "
             "(zoo.train, zoo.pretrain_public, dpzoo fit) can be saved, with what they were trained on."
         )
-    return {
+    check_license(license)
+    if data is not None:
+        check_data(data)
+    config = {
         "format": CONFIG_FORMAT,
         "library": "dpzoo",
         "dpzoo_version": zoo.__version__,
@@ -104,10 +116,39 @@ def build_config(
         "architecture": _jsonable(model.architecture()),
         "released_modules": list(model.released_modules),
         "weights_dtype": weights_dtype,
-        "recipe": recipe,
-        "evaluation": evaluation,
+        "license": license,
+        "data": _jsonable(data),
+        "recipe": _publishable_recipe(recipe),
+        "evaluation": _publishable_evaluation(evaluation),
         "privacy_ledger": ledger.to_dict(),
     }
+    return {**config, HEADLINE_KEY: headline(config, type(model))}
+
+
+def check_license(license: str | None) -> None:
+    """A licence is the user's choice, given as an identifier (the Hub's ``license:``), or None for none."""
+    if license is not None and (not isinstance(license, str) or not license or any(c.isspace() for c in license)):
+        raise ValueError(f"license must be a licence identifier such as 'apache-2.0' or 'cc-by-4.0', got {license!r}")
+
+
+def _publishable_recipe(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The recipe with its file and command free of this machine's absolute paths (``publishable_command``)."""
+    if not recipe:
+        return recipe
+    published = dict(recipe)
+    if isinstance(published.get("config"), str):
+        published["config"] = publishable_path(published["config"])
+    elif isinstance(published.get("config"), list):
+        published["config"] = [publishable_path(path) for path in published["config"]]
+    if published.get("command"):
+        published["command"] = publishable_command(published["command"])
+    return published
+
+
+def _publishable_evaluation(evaluation: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not evaluation or not evaluation.get("command"):
+        return evaluation
+    return {**evaluation, "command": publishable_command(evaluation["command"])}
 
 
 def save_pretrained(
@@ -121,25 +162,32 @@ def save_pretrained(
     sample_seed: int = 0,
     load_as: str | None = None,
     overwrite: bool = False,
+    license: str | None = None,
+    data: dict[str, Any] | None = None,
 ) -> Path:
     """Write the Hub layout of ``model`` into ``directory`` (created if needed).
 
     A folder that already holds a model is replaced only with ``overwrite`` (``check_save_target``).
     Every file is written to a staging folder first and moved in only when all succeeded, so a
     failure never leaves a half-written model. ``load_as`` is what the card's usage snippet passes
-    to ``zoo.load`` (default: the model id for a shipped checkpoint, else ``directory``)."""
+    to ``zoo.load`` (default: the model id for a shipped checkpoint, else the folder's name).
+    ``license``: the licence identifier the user chose (none by default: the card says it is unspecified).
+    ``data``: the training data as the card describes it (``zoo.cards.DATA_LABELS``: name, records, classes,
+    images, image_shape, preprocessing, held_out; all optional)."""
     if weights_dtype not in ("float32", "float16"):
         raise ValueError(f"weights_dtype must be 'float32' or 'float16', got {weights_dtype!r}")
     directory = check_save_target(directory, overwrite)
     model_id = model_id or directory.name
-    config = build_config(model, model_id, recipe, evaluation, weights_dtype)
+    config = build_config(model, model_id, recipe, evaluation, weights_dtype, license=license, data=data)
     state = released_state_dict(model)
     if weights_dtype == "float16":
         state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.staging-", dir=directory.parent))
     try:
-        save_file(state, str(staging / WEIGHTS_NAME), metadata={"format": "pt", "method": model.method})
+        # as bytes through an ordinary open: the file gets the umask's mode like the others (save_file gives 0600)
+        weights = safetensors_bytes(state, metadata={"format": "pt", "method": model.method})
+        (staging / WEIGHTS_NAME).write_bytes(weights)
         write_config(staging, config)
         model.sample_picture(seed=sample_seed).save(staging / SAMPLES_NAME)
         model_card(config, load_as or default_load_name(model_id, directory), type(model)).save(staging / CARD_NAME)
@@ -179,10 +227,12 @@ def _folders_written(directory: Path) -> list[Path]:
 
 
 def from_pretrained(directory: str | Path) -> Any:
-    """Rebuild the model of a local Hub-layout folder, in eval mode, with its privacy ledger."""
+    """Rebuild the model of a local Hub-layout folder, in eval mode, with its privacy ledger; refused when the
+    guarantee its config.json states is not the one its ledger gives (``zoo.cards.check_headline``)."""
     directory = Path(directory)
     config = load_config(directory)
     cls = method_class(config["method"])
+    check_headline(config, directory, cls)
     if list(config["released_modules"]) != list(cls.released_modules):
         raise CheckpointError(
             f"{directory}: config releases {config['released_modules']} but {cls.method} releases "

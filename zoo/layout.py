@@ -9,6 +9,7 @@ evaluation recorded.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,33 @@ def published_files(directory: str | Path) -> list[str]:
 
 
 def default_load_name(model_id: str, directory: str | Path) -> str:
-    """What ``zoo.load`` takes to find this folder: the id of a shipped checkpoint, else the folder's path."""
+    """What ``zoo.load`` takes to find this folder: the id of a shipped checkpoint, else the folder as given if
+    relative, or by its name (``publishable_path``): a card says nothing of this machine's folders."""
     from zoo.registry import checkpoints_dir
 
     shipped = (checkpoints_dir() / model_id).resolve()
-    return model_id if Path(directory).resolve() == shipped else str(directory)
+    return model_id if Path(directory).resolve() == shipped else publishable_path(str(directory))
+
+
+def publishable_path(path: str) -> str:
+    """``path`` as a card may publish it: an absolute (or ``~``) path by its name alone, which says nothing of
+    this machine's folders; a relative path as it is."""
+    absolute = Path(path).expanduser()
+    return (absolute.name or path) if absolute.is_absolute() else path
+
+
+def publishable_command(command: str) -> str:
+    """A shell command with each absolute path among its arguments (also ``--option=/path``) made publishable
+    (``publishable_path``): ``--images '/home/me/my photos'`` becomes ``--images 'my photos'``."""
+    try:
+        arguments = shlex.split(command)
+    except ValueError as error:
+        raise ValueError(f"cannot read {command!r} as a shell command ({error}), so cannot publish it") from None
+    return shlex.join(_publishable_argument(argument) for argument in arguments)
+
+
+def _publishable_argument(argument: str) -> str:
+    option, equals, value = argument.partition("=")
+    if argument.startswith("-") and equals:
+        return f"{option}={publishable_path(value)}"
+    return publishable_path(argument)

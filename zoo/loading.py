@@ -12,39 +12,66 @@ from huggingface_hub import constants, snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
 
 import zoo
+from zoo.headline import HEADLINE_KEY, headline_disagreement, stated_guarantee
 from zoo.layout import CONFIG_NAME, HUB_FILES, load_config
 from zoo.registry import UnknownModelError, checkpoints_dir, model_ids, model_index
 
 HUB_PREFIX = "hf-hub:"
 
 
-def list_models() -> list[dict[str, Any]]:
-    """Model ids with method, dataset and guarantee: shipped checkpoints first, then published ones.
+def list_models(verify: bool = False) -> list[dict[str, Any]]:
+    """Model ids with method, dataset, guarantee and headline metrics: shipped checkpoints first, then published.
 
-    ``guarantee`` states each model's guarantee in its own notion; ``epsilon`` and ``delta`` are None
-    for a PAC-private model (it has no (ε, δ)), whose ``pac`` holds its bounds instead."""
-    from zoo.cards import datasets_line, display_method, guarantee_summary, is_pac, privacy_metadata
-
+    A shipped model's guarantee is the one its config.json states (``zoo.cards.headline``, stored on saving), so
+    listing runs no accountant; ``zoo.load`` checks it against the ledger. ``verify`` recomputes each from its
+    ledger here: a row then shows the ledger's guarantee, with ``verified`` False and the difference in ``problem``
+    where config.json states another (None for a published model: it is checked when downloaded and loaded).
+    ``guarantee`` states each model's guarantee in its own notion; ``epsilon`` and ``delta`` are None for a
+    PAC-private model (it has no (ε, δ)), whose ``pac`` holds its bounds instead. ``metrics``: the evaluation's
+    value of each metric on its card."""
     models: dict[str, dict[str, Any]] = {}
     for config_path in sorted(checkpoints_dir().glob(f"*/{CONFIG_NAME}")):
-        config = load_config(config_path.parent)
-        privacy = privacy_metadata(config)
-        models[config_path.parent.name] = {
-            "model_id": config_path.parent.name,
-            "method": display_method(config),
-            "dataset": datasets_line(privacy),
-            "notion": privacy["notion"],
-            "guarantee": guarantee_summary(privacy),
-            "epsilon": privacy.get("epsilon"),
-            "delta": privacy.get("delta"),
-            "accountant": privacy.get("accountant"),
-            "pac": privacy["guarantees"] if is_pac(privacy) else None,
-            "source": str(config_path.parent),
+        folder = config_path.parent
+        config = load_config(folder)
+        models[folder.name] = {
+            "model_id": folder.name,
+            **(_verified_headline(config) if verify else _stated_headline(config)),
+            "metrics": _metrics(config),
+            "source": str(folder),
         }
     for model_id, entry in model_index().items():
         published = {"guarantee": f"(ε = {entry.get('epsilon')}, δ = {entry.get('delta')})-DP", **entry}
-        models.setdefault(model_id, {"model_id": model_id, **published, "source": f"{HUB_PREFIX}{entry['hub_repo']}"})
+        checked = {"verified": None, "problem": None} if verify else {}
+        source = f"{HUB_PREFIX}{entry['hub_repo']}"
+        models.setdefault(model_id, {"model_id": model_id, **published, "metrics": {}, **checked, "source": source})
     return list(models.values())
+
+
+def _stated_headline(config: dict[str, Any]) -> dict[str, Any]:
+    """The headline config.json stores, its guarantee in words; computed from the ledger for a folder saved
+    before headlines were stored."""
+    if HEADLINE_KEY in config:
+        stored = config[HEADLINE_KEY]
+    else:
+        from zoo.cards import headline
+
+        stored = headline(config)
+    return {**stored, "guarantee": stated_guarantee(stored)}
+
+
+def _verified_headline(config: dict[str, Any]) -> dict[str, Any]:
+    """The headline recomputed from the ledger, and whether the guarantee config.json states is the same."""
+    from zoo.cards import headline
+
+    recomputed = headline(config)
+    stored = config.get(HEADLINE_KEY)
+    problem = None if stored is None else headline_disagreement(stored, recomputed)
+    return {**recomputed, "guarantee": stated_guarantee(recomputed), "verified": problem is None, "problem": problem}
+
+
+def _metrics(config: dict[str, Any]) -> dict[str, float]:
+    results = (config.get("evaluation") or {}).get("results", [])
+    return {result["metric_type"]: result["metric_value"] for result in results}
 
 
 def resolve(name: str | Path) -> Path:

@@ -45,10 +45,12 @@ def model_for_data(model: Any, datamodule: Any, pinned: Collection[str] = ()) ->
         ) from None
 
 
-def check_model_fits_data(model: Any, datamodule: Any, purpose: str, what_would_work: str) -> None:
-    """Refuse, before any work, data whose image shape or class count is not the model's."""
+def check_model_fits_data(
+    model: Any, datamodule: Any, purpose: str, what_would_work: str, arguments: Collection[str] = DATA_ARGUMENTS
+) -> None:
+    """Refuse, before any work, data whose image shape or class count (of ``arguments``) is not the model's."""
     wanted, current = data_arguments_of(datamodule), model.data_arguments()
-    for name in DATA_ARGUMENTS:
+    for name in arguments:
         if name in wanted and name in current and wanted[name] != current[name]:
             raise DataShapeError(
                 f"cannot {purpose}: {model.method} takes {_describe(current)}, the data has {_describe(wanted)}. "

@@ -36,10 +36,13 @@ and in its ledger, and the other ranks' draws never leave their process.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import lightning_utilities.core.rank_zero as lightning_messages
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
@@ -299,7 +302,38 @@ def _resume_point(ckpt_path: str | None) -> int | None:
     return int(stage["stage"])
 
 
+class _NoTips(logging.Filter):
+    """Lightning's "💡 Tip:" advertisements (litlogger, litmodels), which every Trainer of a plan would print."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("💡 Tip:")
+
+
+@contextlib.contextmanager
+def without_lightning_tips() -> Iterator[None]:
+    """Build and run Trainers without Lightning's tips (they tell a user of a plan nothing, once per Trainer)."""
+    tips = _NoTips()
+    lightning_messages.log.addFilter(tips)
+    try:
+        yield
+    finally:
+        lightning_messages.log.removeFilter(tips)
+
+
 def _run(
+    stage: Stage,
+    model: Any,
+    datamodule: Any,
+    budget: Budget | None,
+    callbacks: list[pl.Callback],
+    options: dict[str, Any],
+    ckpt_path: str | None,
+) -> None:
+    with without_lightning_tips():
+        _run_stage(stage, model, datamodule, budget, callbacks, options, ckpt_path)
+
+
+def _run_stage(
     stage: Stage,
     model: Any,
     datamodule: Any,

@@ -106,7 +106,7 @@ def test_a_per_class_model_fine_tunes_each_class_on_its_class_of_the_new_data(tm
     card = (folder / "README.md").read_text()
     headline = card.split("## Usage")[0]
     assert "δ = 1e-05) for toy**" in headline and f"(ε = {round(guarantees['new']['epsilon'], 4)}" in headline
-    assert f'model = zoo.load("{folder}")' in card
+    assert f'model = zoo.load("{folder.name}")' in card  # an absolute path is published by its name only
     assert torch.equal(zoo.load(str(folder)).sample(3, seed=0), tuned.sample(3, seed=0))
 
 

@@ -36,7 +36,7 @@ def test_flat_layout_reads_sorted_classes_and_carves_validation(flat):
 
 
 def test_split_layout_has_a_test_part_read_at_the_training_shape(split):
-    data = ImageFolderDataModule(str(split), image_size=16, channels=1, validation_size=0.25)
+    data = ImageFolderDataModule(str(split), image_size=16, channels=1, validation_size=0.25, convert="crop")
     data.setup()
     assert data.image_shape == (1, 16, 16)
     assert len(data.validation_set) == 6 and len(data.train_set) == 18
@@ -69,7 +69,7 @@ def test_ledger_id_follows_the_contents_not_the_path(flat, tmp_path):
     assert ImageFolderDataModule(str(copy)).dataset_id == ImageFolderDataModule(str(flat)).dataset_id
     other = write_image_folder(tmp_path / "other" / "flat", seed=1)
     assert ImageFolderDataModule(str(other)).records_id != ImageFolderDataModule(str(flat)).records_id
-    resized = ImageFolderDataModule(str(flat), image_size=8, cache=False)
+    resized = ImageFolderDataModule(str(flat), image_size=8, convert="stretch", cache=False)
     assert resized.records_id == ImageFolderDataModule(str(flat)).records_id  # same records at another size
 
 
@@ -108,7 +108,7 @@ def test_second_load_comes_from_the_cache_until_a_file_changes(flat, monkeypatch
         ("empty", DataNotFoundError, "no class folders"),
         ("empty class", ImageFolderError, "holds no images"),
         ("corrupt", ImageFolderError, "broken.png"),
-        ("mixed sizes", ImageFolderError, "set image_size"),
+        ("mixed sizes", ImageFolderError, "differ in size.*image_size=20"),
         ("grey and colour", ImageFolderError, "channels=1"),
     ],
 )
@@ -136,8 +136,8 @@ def test_options_resolve_sizes_and_channels_and_non_images_are_counted(tmp_path)
     Image.new("RGB", (30, 30)).save(root / "dogs" / "big.png")
     Image.new("L", (24, 20)).save(root / "cats" / "grey.png")
     (root / "cats" / "notes.txt").write_text("not an image")
-    with pytest.warns(UserWarning, match="skipped 1 files"):
-        data = ImageFolderDataModule(str(root), image_size=(12, 16), channels=3, validation_size=0)
+    with pytest.warns(UserWarning, match="ignored 1 file that is not an image: cats/notes.txt"):
+        data = ImageFolderDataModule(str(root), image_size=(12, 16), channels=3, validation_size=0, convert="pad")
     data.setup()
     assert data.image_shape == (3, 12, 16) and len(data.train_set) == 8
 

@@ -99,8 +99,9 @@ def test_a_shape_set_on_the_command_line_is_kept_and_a_conflict_named(folder, tm
 @pytest.mark.parametrize("resize_first", [True, False])
 def test_the_folders_own_settings_on_the_command_line_apply_to_it(folder, tmp_path, resize_first):
     """The README's ``--data.init_args.image_size 32`` (which the shape errors recommend) resizes the folder,
-    on either side of ``--images``."""
-    resize, images = ["--data.init_args.image_size", "16"], ["--images", str(folder)]
+    on either side of ``--images``; ``--data.init_args.convert`` says how images of another aspect ratio fit."""
+    resize = ["--data.init_args.image_size", "16", "--data.init_args.convert", "crop"]
+    images = ["--images", str(folder)]
     fit = ["fit", "--config", "configs/dp_merf_mnist_eps1.yaml", *TINY_MERF, "--trainer.max_steps", "1"]
     fit += [*resize, *images] if resize_first else [*images, *resize]
     assert main([*fit, "--trainer.enable_progress_bar", "false", "--save_pretrained", str(tmp_path / "m")]) == 0

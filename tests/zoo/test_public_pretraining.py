@@ -11,6 +11,7 @@ import torch
 import zoo
 from lightning_modules import DPMERF
 from tests.folders import write_image_folder
+from zoo.base_weights import load_base
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule, PublicData
 from zoo.privacy import DPBudget, PrivacyConfigError
@@ -64,7 +65,7 @@ def test_pretraining_records_the_public_data_charges_nothing_and_saves_a_base_wi
     assert ledger.entries == [] and ledger.notion == "public"
     (use,) = ledger.public_data
     assert (use.dataset_id, use.records, use.source) == (public.dataset_id, 24, "written by the test")
-    exact, count = model._embedding_sum(public)
+    exact, count = model.embedding_sum(public, model.features)
     assert torch.allclose(model.released_embedding, (exact / count).float())  # no noise on public data
 
     folder = zoo.save_pretrained(model, tmp_path / "base")
@@ -144,7 +145,47 @@ def test_a_public_recipe_spends_no_budget_and_a_base_must_fit_the_recipe(folders
     larger = write_image_folder(tmp_path / "larger", per_class=4, size=(12, 12), mode="L")
     never = ["--save_pretrained", str(tmp_path / "never")]
     assert main([*PRIVATE_RECIPE, "--images", str(larger), "--init_from", str(base), *never]) == 2
-    assert "does not fit the recipe's model" in capsys.readouterr().err
+    assert f"cannot start from {base}: dp-merf takes 1×8×8 images" in capsys.readouterr().err
+
+
+def test_a_base_for_another_class_count_starts_with_a_fresh_label_layer(folders, tmp_path, capsys):
+    """The layers whose shape follows the class count start afresh (said, and noted in the ledger); the CLI and
+    zoo.finetune alike. A base whose other layers do not fit is refused in plain words."""
+    base = tmp_path / "base"
+    public_root = ["--data.init_args.data.init_args.root", str(folders[0])]
+    assert main([*BASE_RECIPE, *public_root, "--save_pretrained", str(base)]) == 0
+    two = write_image_folder(tmp_path / "two", per_class=6, size=(8, 8), mode="L", classes=("cats", "dogs"), seed=3)
+    tuned = tmp_path / "tuned"
+    assert main([*PRIVATE_RECIPE, "--images", str(two), "--init_from", str(base), "--save_pretrained", str(tuned)]) == 0
+    said = "generator.fc.0 re-initialised for the data's 2 classes"
+    assert said in capsys.readouterr().out
+    (entry,) = json.loads((tuned / "config.json").read_text())["privacy_ledger"]["entries"]
+    assert said in entry["note"] and entry["dataset_id"].startswith("two@")
+
+    model = zoo.finetune(str(base), ImageFolderDataModule(str(two), validation_size=0), 1.0, max_steps=1, **QUIET)
+    assert model.num_classes == 2 and said in model.privacy_ledger.entries[-1].note
+    wider = ["--model.init_args.hidden", "32", "--save_pretrained", str(tmp_path / "never")]
+    assert main([*PRIVATE_RECIPE, "--images", str(two), "--init_from", str(base), *wider]) == 2
+    assert "hidden: 16 in the base, 32 here" in capsys.readouterr().err
+
+
+def test_only_the_class_dependent_layer_is_left_as_initialised():
+    base, model = tiny_merf(), DPMERF(**{**DPMERF.tiny_recipe().architecture, "num_classes": 5})
+    fresh = {k: v.clone() for k, v in model.generator.state_dict().items()}
+    reinitialised = load_base(model, base, "the base")
+    assert reinitialised.layers == ("generator.fc.0",) and (reinitialised.base_classes, reinitialised.classes) == (3, 5)
+    for key, value in model.generator.state_dict().items():
+        source = fresh if key.startswith("fc.0.") else base.generator.state_dict()
+        assert torch.equal(value, source[key]), key
+
+
+def test_the_shipped_public_base_fine_tunes_on_any_class_count(tmp_path, capsys):
+    """dp-merf-cifar10-public-base (5 classes of CIFAR-10) on 4 classes of 32×32 colour images."""
+    four = write_image_folder(tmp_path / "four", per_class=3, size=(32, 32), classes=("a", "b", "c", "d"))
+    data = ImageFolderDataModule(str(four), validation_size=0)
+    model = zoo.finetune("dp-merf-cifar10-public-base", data, target_epsilon=1.0, max_steps=1, **QUIET)
+    assert model.num_classes == 4 and model.sample(8, seed=0).shape == (8, 3, 32, 32)
+    assert "re-initialised for the data's 4 classes" in capsys.readouterr().out
 
 
 def test_a_recipe_that_names_an_image_folder_keeps_its_data_settings(folders, tmp_path):

@@ -9,10 +9,12 @@ import pytest
 
 from tests.folders import write_image_folder
 from tests.zoo.test_own_images import TINY_LFLOW, TINY_MERF
+from tests.zoo.test_train import tiny_recipes  # noqa: F401  (a fixture: `dpzoo train` finds tiny recipes)
 from zoo.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SHRINK = {
+    "train": ["--max-steps", "2"],
     "fit": ["--trainer.max_steps", "2", "--trainer.enable_progress_bar", "false"],
     "evaluate": ["--num-samples", "30", "--runs", "1", "--epochs", "1"],
     "sample": [],
@@ -36,6 +38,7 @@ def random_inception(monkeypatch):
     monkeypatch.setattr(inception.FeatureExtractorInceptionV3, "load_state_dict", lambda self, *args, **kwargs: None)
 
 
+@pytest.mark.usefixtures("tiny_recipes")
 def test_the_own_images_section_runs_as_written(tmp_path, monkeypatch, random_inception):
     monkeypatch.chdir(tmp_path)
     write_image_folder(tmp_path / "my-images", per_class=10, size=(24, 36), test_per_class=3)
@@ -54,6 +57,6 @@ def test_the_own_images_section_runs_as_written(tmp_path, monkeypatch, random_in
         python = python.replace(written, small)
     namespace: dict = {}
     exec(compile(python, "README.md (Your own images)", "exec"), namespace)
-    assert Path("out/my-merf-grid.png").is_file() and Path("out/my-lflow-tuned/config.json").is_file()
+    assert Path("out/mine-grid.png").is_file() and Path("out/my-lflow-tuned/config.json").is_file()
     assert {"fid", "cas_cnn"} <= set(namespace["report"]["results"])
     assert len(namespace["tuned"].privacy_ledger.guarantees()) == 2  # my-images and more-images, each its own

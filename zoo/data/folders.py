@@ -26,20 +26,24 @@ from safetensors.torch import save_file
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from zoo.data.conversion import check_convert, fitted, has_transparency, on_white, preprocessing_sentence
+from zoo.data.folder_check import (
+    PROGRESS_FROM,
+    FolderProblems,
+    ImageFolderError,
+    common_channels,
+    common_size,
+    folder_problems,
+    ignored_line,
+    inspect_part,
+)
 from zoo.data.images import DataNotFoundError
 from zoo.data.settings import CACHE_DIR_ENV, cache_dir
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
-#: PIL modes whose images are grey; every other mode is read as colour
-GREY_MODES = frozenset({"1", "L", "LA", "La", "I", "I;16", "I;16B", "I;16L", "I;16N", "F"})
 SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
 #: bump when decoding changes, so that old cached copies are not served
 CACHE_FORMAT = 1
-PROGRESS_FROM = 2000
-
-
-class ImageFolderError(ValueError):
-    """An image folder that cannot be used as it is (the message says what to change)."""
 
 
 @dataclass(frozen=True)
@@ -50,11 +54,13 @@ class FolderPart:
     classes: tuple[str, ...]
     files: tuple[Path, ...]
     labels: tuple[int, ...]
-    skipped: int
+    #: files that are not images, relative to ``root`` (named wherever the folder is described)
+    ignored: tuple[str, ...] = ()
 
-    def cache_key(self, size: tuple[int, int] | None, channels: int | None) -> str:
+    def cache_key(self, size: tuple[int, int] | None, channels: int | None, convert: str | None = None) -> str:
         """Changes with any file's path, size or mtime, or with the decoding options."""
-        digest = hashlib.sha256(json.dumps([CACHE_FORMAT, str(self.root.resolve()), size, channels]).encode())
+        options = [CACHE_FORMAT, str(self.root.resolve()), size, channels, *([convert] if convert else [])]
+        digest = hashlib.sha256(json.dumps(options).encode())
         for file in self.files:
             stat = file.stat()
             digest.update(f"{file.relative_to(self.root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
@@ -68,6 +74,8 @@ class DecodedImages:
     classes: tuple[str, ...]
     #: sha256 over each file's bytes and class, in sorted order (independent of names and paths)
     content_digest: str
+    #: what reading did to the images (``zoo.data.conversion.preprocessing_sentence``)
+    preprocessing: str
 
 
 def folder_parts(root: str | Path) -> tuple[FolderPart, FolderPart | None]:
@@ -91,33 +99,61 @@ def folder_parts(root: str | Path) -> tuple[FolderPart, FolderPart | None]:
 
 
 def _part(root: Path) -> FolderPart:
-    classes = tuple(
-        sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and not entry.name.startswith("."))
-    )
+    entries = list(os.scandir(root))
+    classes = tuple(sorted(entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")))
     if not classes:
         loose = sum(1 for f in root.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
         hint = (
             f" (it holds {loose} images directly: move them into a sub-folder named after their class)" if loose else ""
         )
         raise DataNotFoundError(f"{root} has no class folders: expected {root}/<class>/*.png{hint}")
+    ignored = sorted(entry.name for entry in entries if entry.is_file())
     files: list[Path] = []
     labels: list[int] = []
-    skipped = 0
     for label, name in enumerate(classes):
-        entries = sorted(e.name for e in os.scandir(root / name) if e.is_file() and not e.name.startswith("."))
-        images = [root / name / e for e in entries if os.path.splitext(e)[1].lower() in IMAGE_SUFFIXES]
+        entries = sorted(e.name for e in os.scandir(root / name) if e.is_file())
+        images = [root / name / e for e in entries if _is_image(e)]
         if not images:
             raise ImageFolderError(
                 f"class folder {root / name} holds no images ({', '.join(IMAGE_SUFFIXES)}); remove it or add images"
             )
-        skipped += len(entries) - len(images)
+        ignored += [f"{name}/{e}" for e in entries if not _is_image(e)]
         files += images
         labels += [label] * len(images)
-    if skipped:
-        warnings.warn(
-            f"{root}: skipped {skipped} files that are not images ({', '.join(IMAGE_SUFFIXES)})", stacklevel=3
-        )
-    return FolderPart(root, classes, tuple(files), tuple(labels), skipped)
+    return FolderPart(root, classes, tuple(files), tuple(labels), tuple(ignored))
+
+
+def _is_image(name: str) -> bool:
+    return not name.startswith(".") and os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES
+
+
+def warn_ignored(*parts: FolderPart | None) -> None:
+    """Name the files that are not images (a warning: they change nothing, but nothing is skipped silently)."""
+    for part in filter(None, parts):
+        if part.ignored:
+            warnings.warn(f"{part.root}: {ignored_line(part.ignored)}", stacklevel=3)
+
+
+def subset(part: FolderPart, indices: Sequence[int]) -> FolderPart:
+    """The files of ``part`` at ``indices``, as a part of its own (a held-out split)."""
+    files, labels = tuple(part.files[i] for i in indices), tuple(part.labels[i] for i in indices)
+    return FolderPart(part.root, part.classes, files, labels)
+
+
+def held_out_indices(part: FolderPart, fraction: float, seed: int) -> list[int]:
+    """A fixed ``fraction`` of each class, chosen by a seeded hash of the file names: the same files for the
+    same names, whatever else the folder holds, so the split travels with a model as (fraction, seed)."""
+    chosen = []
+    for label in range(len(part.classes)):
+        members = [i for i, own in enumerate(part.labels) if own == label]
+        ranked = sorted(members, key=lambda i: _name_hash(part, i, seed))
+        chosen += ranked[: round(fraction * len(members))]
+    return sorted(chosen)
+
+
+def _name_hash(part: FolderPart, index: int, seed: int) -> str:
+    name = f"{seed}\0{part.classes[part.labels[index]]}/{part.files[index].name}"
+    return hashlib.sha256(name.encode()).hexdigest()
 
 
 def read_part(
@@ -125,42 +161,57 @@ def read_part(
     size: tuple[int, int] | None = None,
     channels: int | None = None,
     cache: bool = True,
+    convert: str | None = None,
+    along: Sequence[FolderPart] = (),
 ) -> DecodedImages:
-    """The part's images as uint8 (N, C, H, W), from the cache when its key matches, else decoded."""
-    key = part.cache_key(size, channels)
+    """The part's images as uint8 (N, C, H, W), from the cache when its key matches, else checked (with the
+    parts ``along`` it, so that one report names every problem of the folder) and decoded."""
+    convert = check_convert(convert)
+    key = part.cache_key(size, channels, convert)
     cached = _cache_path(key)
     if cache and cached.is_file():
         try:
             with safe_open(str(cached), "pt") as stored:
                 images, labels = stored.get_tensor("images"), stored.get_tensor("labels")
-                digest = stored.metadata()["digest"]
-            return DecodedImages(images, labels, part.classes, digest)
+                metadata = stored.metadata()
+            return DecodedImages(images, labels, part.classes, metadata["digest"], metadata["preprocessing"])
         except (SafetensorError, OSError, KeyError, ValueError):
             cached.unlink(missing_ok=True)  # a partial or stale copy: decode again
-    decoded = decode_part(part, size, channels)
+    decoded = decode_part(part, size, channels, convert, along)
     if cache:
         _write_cache(cached, decoded)
     return decoded
 
 
-def decode_part(part: FolderPart, size: tuple[int, int] | None, channels: int | None) -> DecodedImages:
-    """Check every file's header (size, grey or colour), then decode all into one uint8 tensor."""
-    headers = [_header(file) for file in _progress(part.files, "reading image headers")]
-    target_size = size or _common_size(part.files, [h[0] for h in headers])
-    target_channels = channels or _common_channels(part.files, [h[1] for h in headers])
+def decode_part(
+    part: FolderPart,
+    size: tuple[int, int] | None,
+    channels: int | None,
+    convert: str | None = None,
+    along: Sequence[FolderPart] = (),
+) -> DecodedImages:
+    """Check every file (``zoo.data.folder_check``: all problems at once), then decode all into one uint8 tensor."""
+    inspected = [inspect_part(p) for p in (part, *along)]
+    problems = folder_problems(inspected, size, channels, convert)
+    if problems:
+        raise FolderProblems(problems, [part, *along])
+    facts = inspected[0].readable()
+    target_size = size or common_size(facts)
+    target_channels = channels or common_channels(facts)
     height, width = target_size
     images = np.empty((len(part.files), height, width, target_channels), dtype=np.uint8)
     content = []
     for index, file in enumerate(_progress(part.files, f"decoding {part.root}")):
         data = file.read_bytes()
         content.append(_content_line(part.classes[part.labels[index]], data))
-        images[index] = _decode(data, file, target_size, target_channels)
+        images[index] = _decode(data, file, target_size, target_channels, convert)
     digest = _content_digest(content)
     return DecodedImages(
         torch.from_numpy(images).permute(0, 3, 1, 2).contiguous(),
         torch.tensor(part.labels, dtype=torch.int64),
         part.classes,
         digest,
+        preprocessing_sentence(facts, target_size, target_channels, convert),
     )
 
 
@@ -189,50 +240,19 @@ def check_image_size(image_size: int | Sequence[int] | None) -> tuple[int, int] 
     return (sides[0], sides[-1])
 
 
-def _header(file: Path) -> tuple[tuple[int, int], bool]:
-    """(height, width) and whether it is grey, from the header alone."""
-    try:
-        with Image.open(file) as image:
-            return (image.height, image.width), image.mode in GREY_MODES
-    except (OSError, SyntaxError, ValueError) as error:  # PIL's UnidentifiedImageError is an OSError
-        raise ImageFolderError(f"{file} is not a readable image ({error}); remove or replace it") from None
-
-
-def _decode(data: bytes, file: Path, size: tuple[int, int], channels: int) -> np.ndarray:
-    """``data``, the bytes of ``file``, as a uint8 (H, W, C) array."""
+def _decode(data: bytes, file: Path, size: tuple[int, int], channels: int, convert: str | None) -> np.ndarray:
+    """``data``, the bytes of ``file``, as a uint8 (H, W, C) array (``zoo.data.conversion``)."""
     try:
         with Image.open(io.BytesIO(data)) as image:
             if image.mode in SIXTEEN_BIT_MODES:  # PIL's convert("L") clips 16-bit values instead of scaling
                 image = Image.fromarray((np.asarray(image, dtype=np.float64) / 257).round().astype(np.uint8))
-            image = image.convert("L" if channels == 1 else "RGB")
-            if image.size != (size[1], size[0]):
-                image = image.resize((size[1], size[0]), Image.Resampling.BILINEAR)
+            if convert and has_transparency(image):
+                image = on_white(image)
+            image = fitted(image.convert("L" if channels == 1 else "RGB"), size, convert)
             array = np.asarray(image, dtype=np.uint8)
     except (OSError, SyntaxError, ValueError) as error:
         raise ImageFolderError(f"{file} is corrupt or truncated ({error}); remove or replace it") from None
     return array[:, :, None] if channels == 1 else array
-
-
-def _common_size(files: Sequence[Path], sizes: list[tuple[int, int]]) -> tuple[int, int]:
-    for file, size in zip(files, sizes, strict=True):
-        if size != sizes[0]:
-            raise ImageFolderError(
-                f"images differ in size: {files[0]} is {sizes[0][0]}×{sizes[0][1]} (height×width), {file} is "
-                f"{size[0]}×{size[1]}; set image_size (e.g. image_size={min(min(s) for s in sizes)}) to resize all"
-            )
-    return sizes[0]
-
-
-def _common_channels(files: Sequence[Path], grey: list[bool]) -> int:
-    if all(grey):
-        return 1
-    if any(grey):
-        first_grey, first_colour = files[grey.index(True)], files[grey.index(False)]
-        raise ImageFolderError(
-            f"the folder mixes grey and colour images ({first_grey} is grey, {first_colour} colour); set channels=1 "
-            "to read all as grey or channels=3 to read all as RGB"
-        )
-    return 3
 
 
 def _progress(files: Sequence[Path], description: str):  # type: ignore[no-untyped-def]
@@ -249,9 +269,8 @@ def _write_cache(path: Path, decoded: DecodedImages) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
-        save_file(
-            {"images": decoded.images, "labels": decoded.labels}, str(partial), {"digest": decoded.content_digest}
-        )
+        metadata = {"digest": decoded.content_digest, "preprocessing": decoded.preprocessing}
+        save_file({"images": decoded.images, "labels": decoded.labels}, str(partial), metadata)
         os.chmod(partial, 0o600)
         partial.replace(path)
     except OSError as error:

@@ -5,13 +5,25 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytorch_lightning as pl
+import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
 from zoo.data.byte_images import ByteImages
-from zoo.data.folders import DecodedImages, check_image_size, folder_parts, read_part
+from zoo.data.conversion import check_convert
+from zoo.data.folders import (
+    DecodedImages,
+    check_image_size,
+    content_digest,
+    folder_parts,
+    held_out_indices,
+    read_part,
+    subset,
+    warn_ignored,
+)
 from zoo.data.partition import train_validation_split
 from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
@@ -24,12 +36,18 @@ class ImageFolderDataModule(pl.LightningDataModule):
 
     The training images minus ``validation_size`` held out with a fixed seed (a count, or a
     fraction of them) are the private data, served by Poisson sampling at ``sample_rate``; the
-    validation images are for tuning and are not protected. ``image_size`` (an int or (H, W))
-    resizes every image, ``channels`` (1 or 3) converts them; by default both come from the images,
-    which must then agree. Images are decoded once into uint8 and, with ``cache``, a copy is kept
-    under ``DPZOO_CACHE_DIR`` (owner-only: it holds the private images) for the next run.
+    validation images are for tuning and are not protected. A folder without ``test/`` keeps
+    ``test_fraction`` of each class as its test part (chosen by a hash of the file names seeded with
+    ``split_seed``): never trained on, never in the ledger's records, and recorded with a model
+    (``card_data``) so that evaluation finds it again. ``image_size`` (an int or (H, W)) resizes
+    every image, ``channels`` (1 or 3) converts them; by default both come from the images, which
+    must then agree. ``convert`` ("crop", "pad" or "stretch": ``zoo.data.conversion``) allows what
+    would otherwise be refused: images of another aspect ratio, transparency. Every problem of the folder
+    is reported at once, before any work (``zoo.data.folder_check``). Images are decoded once into
+    uint8 and, with ``cache``, a copy is kept under ``DPZOO_CACHE_DIR`` (owner-only: it holds the
+    private images) for the next run.
 
-    The ledger names the data by a digest of the training files' contents and classes, so the
+    The ledger names the data by a digest of the folder's files' contents and classes, so the
     same images get the same ``dataset_id`` wherever they lie, and other images another one.
     """
 
@@ -45,6 +63,8 @@ class ImageFolderDataModule(pl.LightningDataModule):
         sampling_seed: int | None = None,
         eval_batch_size: int = 1000,
         cache: bool = True,
+        convert: str | None = None,
+        test_fraction: float = 0.0,
     ) -> None:
         super().__init__()
         if channels not in (None, 1, 3):
@@ -63,7 +83,14 @@ class ImageFolderDataModule(pl.LightningDataModule):
         self.sampling_seed = sampling_seed
         self.eval_batch_size = eval_batch_size
         self.cache = cache
+        self.convert = check_convert(convert)
         self.train_part, self.test_part = folder_parts(self.root)
+        if isinstance(test_fraction, bool) or not 0 <= test_fraction < 1:
+            raise ValueError(f"test_fraction must be a fraction in [0, 1), got {test_fraction!r}")
+        if test_fraction and self.test_part is not None:
+            raise ValueError(f"{self.root} has a test/ folder already: test_fraction is for folders without one")
+        self.test_fraction = test_fraction
+        warn_ignored(self.train_part, self.test_part)
         if label is not None and label not in range(len(self.classes)):
             raise ValueError(
                 f"label must be a class in 0..{len(self.classes) - 1} ({self.root}) or None, got {label!r}"
@@ -114,10 +141,15 @@ class ImageFolderDataModule(pl.LightningDataModule):
         return f"{self.records_id}/train"
 
     def _whole_id(self) -> str:
-        return f"{self._source()}[seed={self.split_seed},minus-validation={self._validation_count()}]"
+        held_out = f"minus-test={self.test_fraction:g}," if self.test_fraction else ""
+        return f"{self._source()}[{held_out}seed={self.split_seed},minus-validation={self._validation_count()}]"
+
+    def _held_out(self) -> list[int]:
+        """Indices of the training part's files kept as the test part (``test_fraction``)."""
+        return held_out_indices(self.train_part, self.test_fraction, self.split_seed) if self.test_fraction else []
 
     def _validation_count(self) -> int:
-        total = len(self.train_part.files)
+        total = len(self.train_part.files) - len(self._held_out())
         count = round(self.validation_size * total) if isinstance(self.validation_size, float) else self.validation_size
         if count >= total:
             raise ValueError(
@@ -144,20 +176,62 @@ class ImageFolderDataModule(pl.LightningDataModule):
         if self.train_set is not None:
             return
         train, test = self._decode()
-        train_idx, validation_idx = train_validation_split(len(train.labels), self._validation_count(), self.split_seed)
+        held_out = torch.tensor(self._held_out(), dtype=torch.int64)
+        candidates = torch.ones(len(train.labels), dtype=torch.bool)
+        candidates[held_out] = False
+        candidates = candidates.nonzero().flatten()
+        train_idx, validation_idx = train_validation_split(len(candidates), self._validation_count(), self.split_seed)
+        train_idx, validation_idx = candidates[train_idx], candidates[validation_idx]
         self._kept = train_idx if self.label is None else train_idx[train.labels[train_idx] == self.label]
         self.train_set = self._subset(train, train_idx)
         self.validation_set = self._subset(train, validation_idx)
-        self.test_set = None if test is None else self._subset(test, slice(None))
+        if test is not None:
+            self.test_set = self._subset(test, slice(None))
+        elif self.test_fraction:
+            self.test_set = self._subset(train, held_out)
 
     def _decode(self) -> tuple[DecodedImages, DecodedImages | None]:
         if self._decoded is None:
-            train = read_part(self.train_part, self.image_size, self.channels, self.cache)
+            along = [self.test_part] if self.test_part is not None else []
+            options = dict(cache=self.cache, convert=self.convert)
+            train = read_part(self.train_part, self.image_size, self.channels, along=along, **options)
             # the test part is read as the training part is served, so that both have one shape
             size, channels = tuple(train.images.shape[2:]), train.images.shape[1]
-            test = None if self.test_part is None else read_part(self.test_part, size, channels, self.cache)
+            test = None if self.test_part is None else read_part(self.test_part, size, channels, **options)
             self._decoded = (train, test)
         return self._decoded
+
+    # ------------------------------------------------------------ what a model records
+    def card_data(self) -> dict[str, Any]:
+        """The data as a model's config and card record it: the folder's name (never its path), the records'
+        identity, the classes as the folder spells them, the training images, what reading did to them, and
+        the held-out part with what evaluation needs to find it again (``zoo.metrics.reference``)."""
+        self.setup()
+        train, _ = self._decode()
+        return {
+            "name": self.root.resolve().name,
+            "records": self.records_identity,
+            "classes": list(self.classes),
+            "images": len(self.train_set),  # type: ignore[arg-type]
+            "image_shape": list(self.image_shape),
+            "preprocessing": train.preprocessing,
+            "held_out": self.held_out_record(),
+        }
+
+    def held_out_record(self) -> dict[str, Any] | None:
+        """The test part: its size and content digest, and how to rebuild it (a folder's test/, or the
+        fraction and seed of a flat folder's split); None when the folder keeps none."""
+        if self.test_part is not None:
+            part, rule = self.test_part, {"part": "test/"}
+        elif self.test_fraction:
+            part, rule = (
+                subset(self.train_part, self._held_out()),
+                {"fraction": self.test_fraction, "seed": self.split_seed},
+            )
+        else:
+            return None
+        digest = f"sha256:{content_digest(part)}"
+        return {"images": len(part.files), "digest": digest, **rule, "convert": self.convert}
 
     def _subset(self, decoded: DecodedImages, index) -> ByteImages:  # type: ignore[no-untyped-def]
         images, labels = decoded.images[index], decoded.labels[index]

@@ -44,7 +44,8 @@ def evaluate_images(
 ) -> dict[str, Any]:
     """torch-fidelity metrics, CAS and the P3DM privacy score on ``num_samples`` samples (default
     10,000) against the evaluation images (``zoo.metrics.reference``: a named dataset's test split, an
-    image folder's ``test/``, or the held-out folder ``reference``), densities of those images, and the
+    image folder's ``test/``, the held-out folder ``reference``, or else the held-out part the model recorded
+    for a folder without ``test/``), densities of those images, and the
     membership audit (a local diagnostic); see ``zoo.evaluate``. ``figures`` is part of the evaluator
     interface; images add none (samples.png shows them)."""
     num_samples = num_samples or 10_000
@@ -58,7 +59,8 @@ def evaluate_images(
         if name in DENSITY_METRICS:
             check_density(name, model, label)
     shape = model.data_arguments().get("image_shape")
-    test = reference_images(dataset, shape, reference)
+    recorded = ((getattr(model, "pretrained_config", None) or {}).get("data") or {}).get("held_out")
+    test = reference_images(dataset, shape, reference, recorded)
     _check_model_fits(model, shape, test, metrics)
     results: dict[str, Any] = {
         name: DENSITY_METRICS[name](model, test, label) for name in metrics if name in DENSITY_METRICS

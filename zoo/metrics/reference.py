@@ -1,15 +1,17 @@
 """The real images a generator is evaluated against: a named dataset's official test split, an image
-folder's ``test/`` part, or held-out images the user names — never the protected training images."""
+folder's ``test/`` part, the held-out part its model recorded (``ImageFolderDataModule.card_data``), or
+held-out images the user names — never the protected training images."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from torch import Tensor
 
 from zoo.data.byte_images import ByteImages
-from zoo.data.folders import folder_parts, read_part
+from zoo.data.folders import FolderPart, content_digest, folder_parts, held_out_indices, read_part, subset
 from zoo.data.images import IMAGE_DATASETS, load_images
 
 
@@ -40,16 +42,22 @@ def is_image_folder(dataset: str) -> bool:
 
 
 def reference_images(
-    dataset: str, image_shape: tuple[int, ...] | None = None, reference: str | None = None
+    dataset: str,
+    image_shape: tuple[int, ...] | None = None,
+    reference: str | None = None,
+    recorded: dict[str, Any] | None = None,
 ) -> ReferenceImages:
     """The evaluation images of ``dataset``: a named dataset's test split, or an image folder's ``test/``
-    part (or the folder ``reference`` of held-out images), read at the model's ``image_shape``."""
+    part (or the folder ``reference`` of held-out images, or else the held-out part the model ``recorded``
+    for a folder without one: ``card_data()["held_out"]``), read at the model's ``image_shape`` and as
+    its training images were read (the recorded ``convert``)."""
     if dataset in IMAGE_DATASETS:
         if reference is not None:
             raise ValueError(f"{dataset} is evaluated on its official test split; reference is for image folders")
         images, labels = load_images(dataset, train=False)
         return ReferenceImages(images, labels, f"{dataset} official test split")
     train, test = folder_parts(dataset)
+    description = None
     if reference is not None:
         held_out, _ = folder_parts(reference)
         if held_out.classes != train.classes:
@@ -58,6 +66,9 @@ def reference_images(
                 f"{list(train.classes)}: the labels would not mean the same"
             )
         test = held_out
+    elif test is None and recorded is not None and "fraction" in recorded:
+        test = _recorded_part(dataset, train, recorded)
+        description = f"the {len(test.files)} images of {train.root.name} held out of training ({recorded['digest']})"
     elif test is None:
         raise ValueError(
             f"{dataset} has no test/ folder, so all its images are training data that a model trained on it "
@@ -66,6 +77,25 @@ def reference_images(
             f"{dataset}/train/<class>/), or pass reference=PATH (--reference PATH) of held-out images"
         )
     size, channels = (None, None) if image_shape is None else (tuple(image_shape[1:]), image_shape[0])
-    decoded = read_part(test, size, channels)  # type: ignore[arg-type]
+    decoded = read_part(test, size, channels, convert=(recorded or {}).get("convert"))  # type: ignore[arg-type]
     images, labels = ByteImages(decoded.images, decoded.labels).tensors
-    return ReferenceImages(images, labels, f"{test.root} ({len(labels)} held-out images)", decoded.classes)
+    description = description or f"{test.root} ({len(labels)} held-out images)"
+    return ReferenceImages(images, labels, description, decoded.classes)
+
+
+def _recorded_part(dataset: str, train: FolderPart, held_out: dict[str, Any]) -> FolderPart:
+    """The held-out part a model recorded for a folder without ``test/``, refused unless its files are the same."""
+    part = subset(train, held_out_indices(train, held_out["fraction"], held_out["seed"]))
+    if f"sha256:{content_digest(part)}" != held_out["digest"] or len(part.files) != held_out["images"]:
+        raise ValueError(
+            f"the model kept {held_out['images']} images of its training folder out of training "
+            f"({held_out['digest']}), but the same split of {dataset} ({len(part.files)} images) has other contents: "
+            "this is another folder, "
+            "or its files changed since training, so its images may be ones the model was trained on. Evaluate on "
+            "the folder as it was, or pass --reference PATH (reference=) of images the model never saw"
+        )
+    if not part.files:
+        raise ValueError(
+            f"the model kept no images of {dataset} out of training: pass --reference PATH of held-out images"
+        )
+    return part

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from zoo.privacy.accounting import History, epsilon_spent
 from zoo.privacy.errors import PrivacyConfigError
-from zoo.privacy.pac import PACEntry
+from zoo.privacy.pac import PACEntry, describe_pac
 from zoo.privacy.records import records_source
 
 LEDGER_FORMAT = 1
@@ -215,6 +215,15 @@ class PrivacyLedger:
                 f"protects as {protected.dataset_id}: records cannot be both public and protected; declare "
                 "public only data from another source"
             )
+
+    def summary_lines(self) -> list[str]:
+        """Each guarantee in one line, in its own notion (what the command line prints)."""
+        lines = [
+            f"privacy: (ε = {g['epsilon']:.3g}, δ = {g['delta']:g})-DP for {dataset} "
+            f"({', '.join(g['accountants'])} accountant)"
+            for dataset, g in self.guarantees().items()
+        ]
+        return lines + [f"{describe_pac(release)} for {release.dataset_id}" for release in self.pac_releases]
 
     def worst_guarantee(self) -> dict[str, Any] | None:
         """The guarantee (``guarantees``) with the largest ε: what the whole ledger promises; None when empty."""

@@ -1,0 +1,201 @@
+"""DP-MEPF (Harder, Jalali Asadabadi, Sutherland, Park, TMLR 2023): DP-MERF's one-shot release with
+perceptual features of a network trained on public data in place of random features of pixels.
+
+Stages: (1) Release: E = Σ_i (w ⊙ φ(x_i)) ⊗ e_{y_i} over the private training records, noised once,
+where φ (``PerceptualFeatures``) concatenates parts of norm ≤ 1 each (the chosen blocks' outputs of the
+frozen public network, spatial layout kept, normalised per block; optionally their squares, and DP-MERF's
+random Fourier features of the pixels) and w weights the parts with Σ w_k² = 1; (2) PublicSteps: a
+conditional generator G is trained to minimise ‖Ẽ_k / (w_k n) − mean_j φ_k(G(z_j, y_j)) ⊗ e_{y_j}‖² summed
+over the parts k (each part's features at unit scale), reading only Ẽ (post-processing).
+
+Theorem (add/remove-one neighbouring datasets, n public). Every record's term (w ⊙ φ(x)) ⊗ e_y has L2
+norm ‖w ⊙ φ(x)‖ ≤ (Σ_k w_k²)^½ = 1, since each part of φ(x) has norm ≤ 1 (computed in float64 for the
+release: within 1e-12), so adding or removing a record moves E by at most 1: E + N(0, σ²I) is the
+Gaussian mechanism at noise multiplier σ with sensitivity 1, σ calibrated to spend the whole target ε.
+The public network's weights, the part weights and the random frequencies do not depend on the private
+data. Splitting the budget between the parts is the choice of w: part k's mean carries noise σ/(w_k n),
+one release, one ledger entry. (The paper releases each moment with its own Gaussian mechanism and
+its replace-one sensitivity 2c/n; under add/remove with n public the sum's sensitivity is 1.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from lightning_modules.base import DPGenerativeModel, TinyRecipe
+from lightning_modules.mean_embedding import MeanEmbeddingGenerator
+from lightning_modules.nets.generators import build_generator
+from lightning_modules.nets.perceptual_features import PerceptualFeatures
+from zoo.privacy import DPBudget, PrivacyBarrier, PrivacyLedger
+from zoo.privacy.ledger import PublicDataUse
+from zoo.registry import register_method
+from zoo.stages import PublicStatistic, PublicSteps, Release, Stage
+
+
+@register_method
+class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
+    method = "dp-mepf"
+    privacy_barrier = PrivacyBarrier.ONE_SHOT_RELEASE
+    released_modules = ("generator",)
+
+    def __init__(
+        self,
+        image_shape: Sequence[int] = (1, 28, 28),
+        num_classes: int = 10,
+        network: str = "efficientnet_lite0",
+        blocks: Sequence[int] = (1, 2, 3, 4),
+        input_size: int = 32,
+        mean_weight: float = 1.0,
+        second_weight: float = 0.0,
+        pixel_weight: float = 0.0,
+        pixel_features: int = 10_000,
+        pixel_kernel_width: float = math.sqrt(20),
+        feature_seed: int = 0,
+        code_dim: int = 32,
+        generator: str = "dcgan",
+        generator_width: int = 32,
+        hidden: int = 200,
+        channels: Sequence[int] = (16, 8),
+        kernel_size: int = 5,
+        batch_norm: bool = False,
+        batch_size: int = 100,
+        learning_rate: float = 0.001,
+        lr_decay: float = 0.9,
+        decay_every: int = 500,
+    ) -> None:
+        """``network``'s blocks ``blocks`` (EfficientNet-Lite0: 0–6) read images resized to ``input_size``
+        (grey repeated to three channels). The parts' weights (``mean_weight``, ``second_weight`` for the
+        squared outputs, ``pixel_weight`` for ``pixel_features`` random Fourier features of the pixels at
+        ``pixel_kernel_width``) are normalised to unit L2 norm: they split the one release's noise. The
+        generator is built as DP-MERF's (``nets.generators.build_generator``)."""
+        super().__init__()
+        self.save_hyperparameters()
+        self.num_classes = num_classes
+        self.features = PerceptualFeatures(
+            image_shape,
+            network,
+            blocks,
+            input_size,
+            mean_weight,
+            second_weight,
+            pixel_weight,
+            pixel_features,
+            pixel_kernel_width,
+            feature_seed,
+        )
+        self.generator = build_generator(
+            generator, code_dim, num_classes, image_shape, hidden, channels, kernel_size, batch_norm, generator_width
+        )
+        self.register_buffer("released_embedding", torch.zeros(self.features.features, num_classes))
+
+    def stages(self, datamodule: Any) -> list[Stage]:
+        self.features.check_available()
+        return [
+            Release("perceptual mean embedding", self._release_embedding, calibrated=True),
+            PublicSteps("fit the generator to the released embedding"),
+        ]
+
+    def public_stages(self, public: Any) -> list[Stage]:
+        """Pretraining on data the user declared public: the generator fitted to its exact embedding."""
+        self.features.check_available()
+        return [
+            PublicStatistic("public perceptual mean embedding", self._embed_public),
+            PublicSteps("fit the generator to the public embedding"),
+        ]
+
+    @torch.no_grad()
+    def _release_embedding(self, datamodule: Any, budget: DPBudget) -> None:
+        self._record_public_network(budget.ledger)
+        total, count = self.embedding_sum(datamodule, self._weighted_features)
+        noisy = budget.release(
+            total,
+            1.0,
+            dataset_size=count,
+            note=(
+                f"DP-MEPF: Σ (w ⊙ φ(x))⊗e_y over {self.features.features:,} features of {self.hparams.network} "
+                f"(parts {self.features.part_sizes}, weights {self._rounded_weights()}; each term of norm ≤ 1)"
+            ),
+        )
+        self.released_embedding.copy_(noisy / (count * self.features.part_weights[:, None]))
+
+    @torch.no_grad()
+    def _embed_public(self, public: Any) -> None:
+        total, count = self.embedding_sum(public, self.features)
+        self.released_embedding.copy_(total / count)
+
+    def _weighted_features(self, images: Tensor) -> Tensor:
+        return self.features(images) * self.features.part_weights.to(images.dtype)
+
+    def _record_public_network(self, ledger: PrivacyLedger) -> None:
+        """Name the public network, its weights' digest and its training data in the ledger's public data."""
+        spec = self.features.network_spec
+        use = PublicDataUse(
+            dataset_id=f"imagenet-1k/train (through {spec.name})",
+            records=spec.training_images,
+            source=spec.source(),
+            stage=f"feature network of the release: blocks {list(self.features.blocks)}",
+            records_identity=f"imagenet-1k/train#{spec.sha256[:16]}",
+        )
+        recorded = {(u.dataset_id, u.source, u.stage) for u in ledger.public_data}
+        if (use.dataset_id, use.source, use.stage) not in recorded:
+            ledger.check_public_use(use.dataset_id, use.records_identity)
+            ledger.public_data.append(use)
+
+    def _rounded_weights(self) -> dict[str, float]:
+        return {part: round(self.features.weights[part], 4) for part in self.features.part_sizes}
+
+    def training_step(self, step: Tensor, batch_idx: int) -> Tensor:
+        loss = self.embedding_distance()
+        self.log("embedding_distance", loss, prog_bar=True)
+        return loss
+
+    @classmethod
+    def card_notes(cls, config: dict[str, Any]) -> list[str]:
+        arch = config["architecture"]
+        parts = [
+            f"the outputs of blocks {list(arch['blocks'])} of the public network {arch['network']} at "
+            f"{arch['input_size']}×{arch['input_size']} input (spatial layout kept, normalised per block)"
+        ]
+        if arch["second_weight"] > 0:
+            parts.append("their squares")
+        if arch["pixel_weight"] > 0:
+            parts.append(f"{arch['pixel_features']:,} random Fourier features of the pixels")
+        listed = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+        embedding = (
+            f"class-conditional mean of {listed} (part weights: network {arch['mean_weight']}, squares "
+            f"{arch['second_weight']}, pixels {arch['pixel_weight']}, scaled to unit norm together)"
+        )
+        if not config["privacy_ledger"]["entries"]:
+            return [f"Pretrained on the public data above: the generator fitted to the exact {embedding}."]
+        return [
+            f"Stages: the {embedding} of the private data released once; then the generator fitted to it without "
+            "reading the data again (post-processing). The released embedding is not part of this folder. The "
+            "network's weights are public (named with their digest under public data); they are not released here."
+        ]
+
+    @classmethod
+    def tiny_recipe(cls) -> TinyRecipe:
+        return TinyRecipe(
+            architecture=dict(
+                image_shape=(1, 8, 8),
+                num_classes=3,
+                blocks=(0, 1),
+                input_size=16,
+                second_weight=0.5,
+                pixel_weight=0.5,
+                pixel_features=32,
+                code_dim=4,
+                generator="conv",
+                hidden=16,
+                channels=(4, 2),
+                kernel_size=3,
+                batch_size=12,
+                decay_every=2,
+            ),
+            privacy=dict(target_epsilon=1.0),
+        )

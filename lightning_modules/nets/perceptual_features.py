@@ -1,0 +1,129 @@
+"""DP-MEPF's feature map: each record's perceptual features, in parts that each have L2 norm at most 1.
+
+Parts, in this order (a part of weight 0 is left out):
+- ``mean``: the outputs of the chosen blocks of a frozen public network (``public_networks``), their
+  spatial layout kept, each block's flattened output scaled to norm 1/√L for L blocks (DP-MEPF's
+  per-layer normalisation), so the part has norm 1;
+- ``second``: the same with each output squared elementwise (the second moments' features), normalised
+  the same way;
+- ``pixels``: DP-MERF's random Fourier features of the pixels (norm 1), which carry variety that
+  pooled network features miss.
+
+A block output of norm 0 stays 0, so every part has norm ≤ 1. ``part_weights`` (w_k, with Σ w_k² = 1,
+one entry per feature) weight the parts for a release: ‖w ⊙ φ(x)‖ ≤ 1 for every x. The network runs in
+float32; the normalisation in the input's dtype, so in float64 each norm is ≤ 1 within 1e-12.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional
+
+from lightning_modules.nets.public_networks import PublicNetwork, public_network
+from lightning_modules.nets.random_features import RandomFourierFeatures
+
+PARTS = ("mean", "second", "pixels")
+
+
+class PerceptualFeatures(nn.Module):
+    def __init__(
+        self,
+        image_shape: Sequence[int],
+        network: str = "efficientnet_lite0",
+        blocks: Sequence[int] = (1, 2, 3, 4),
+        input_size: int = 32,
+        mean_weight: float = 1.0,
+        second_weight: float = 0.0,
+        pixel_weight: float = 0.0,
+        pixel_features: int = 10_000,
+        pixel_kernel_width: float = math.sqrt(20),
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        weights = torch.tensor([mean_weight, second_weight, pixel_weight], dtype=torch.float64)
+        if (weights < 0).any() or weights.sum() == 0 or weights[:2].sum() == 0:
+            raise ValueError(
+                "the part weights must be >= 0 with a network part (mean or second) weighted > 0, got "
+                f"mean {mean_weight}, second {second_weight}, pixels {pixel_weight}"
+            )
+        if not blocks or min(blocks) < 0:
+            raise ValueError(f"blocks must be a non-empty list of block indices >= 0, got {list(blocks)}")
+        self.image_shape = tuple(image_shape)
+        self.network_spec: PublicNetwork = public_network(network)
+        self.blocks = tuple(sorted(set(blocks)))
+        self.input_size = input_size
+        self.weights = dict(zip(PARTS, (weights / weights.norm()).tolist(), strict=True))
+        self.pixels = (
+            RandomFourierFeatures(math.prod(self.image_shape), pixel_features, pixel_kernel_width, seed)
+            if pixel_weight > 0
+            else None
+        )
+        self.__dict__["_network"] = None  # loaded on first use, and never part of a state dict (public, rebuilt)
+        self.part_sizes = self._part_sizes()
+        self.register_buffer("part_weights", self._weight_per_feature(), persistent=False)
+
+    @property
+    def network(self) -> nn.Module:
+        if self.__dict__["_network"] is None:
+            self.__dict__["_network"] = self.network_spec.load()
+        return self.__dict__["_network"]
+
+    def check_available(self) -> None:
+        """Raise MissingFeatureNetwork (with the pip command) if the network's weights are not installed."""
+        self.network_spec.weights_path()
+
+    def forward(self, images: Tensor) -> Tensor:
+        """(n, ...) images in [0, 1] of ``image_shape`` → (n, features), the parts concatenated, unweighted."""
+        images = images.reshape(len(images), *self.image_shape)
+        outputs = self._block_outputs(images.float(), self.network)
+        parts = []
+        if self.weights["mean"] > 0:
+            parts.append(_unit_per_block([o.to(images.dtype) for o in outputs]))
+        if self.weights["second"] > 0:
+            parts.append(_unit_per_block([o.to(images.dtype).square() for o in outputs]))
+        if self.pixels is not None:
+            parts.append(self.pixels(images.flatten(1)))
+        return torch.cat(parts, 1)
+
+    def _block_outputs(self, images: Tensor, network: nn.Module) -> list[Tensor]:
+        network = network.to(images.device)
+        if images.shape[1] == 1:
+            images = images.expand(-1, 3, -1, -1)
+        if images.shape[-2:] != (self.input_size, self.input_size):
+            images = functional.interpolate(images, size=self.input_size, mode="bilinear", align_corners=False)
+        hidden = network.bn1(network.conv_stem(self.network_spec.normalise(images)))
+        outputs = []
+        for index, block in enumerate(network.blocks[: self.blocks[-1] + 1]):
+            hidden = block(hidden)
+            if index in self.blocks:
+                outputs.append(hidden.flatten(1))
+        return outputs
+
+    def _part_sizes(self) -> dict[str, int]:
+        """Features per part, from one pass of a blank image through the network's architecture (no weights needed)."""
+        blank = torch.zeros(1, *self.image_shape)
+        with torch.no_grad():
+            network_features = sum(o.shape[1] for o in self._block_outputs(blank, self.network_spec.architecture()))
+        sizes = {part: network_features for part in ("mean", "second") if self.weights[part] > 0}
+        if self.pixels is not None:
+            sizes["pixels"] = self.pixels.features
+        return sizes
+
+    def _weight_per_feature(self) -> Tensor:
+        """In float64: float32 rounding of the weights alone would put ‖w ⊙ φ(x)‖ up to 1 + 4e-8."""
+        sizes = self.part_sizes.items()
+        return torch.cat([torch.full((size,), self.weights[part], dtype=torch.float64) for part, size in sizes])
+
+    @property
+    def features(self) -> int:
+        return int(sum(self.part_sizes.values()))
+
+
+def _unit_per_block(outputs: list[Tensor]) -> Tensor:
+    """Each block's output scaled to norm 1/√L (0 stays 0), concatenated: norm ≤ 1."""
+    scale = math.sqrt(len(outputs))
+    return torch.cat([o / (o.norm(dim=1, keepdim=True).clamp_min(1e-30) * scale) for o in outputs], 1)

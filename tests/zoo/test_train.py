@@ -1,0 +1,167 @@
+"""`dpzoo train` on a folder with every kind of mess (``tests.folders.write_messy_folder``): one report names
+every problem with the flag that fixes it, ``--convert`` reads the mess and says what it did, the held-out
+part travels with the model, and a tiny run of train then evaluate uses it."""
+
+import json
+import shutil
+
+import pytest
+import torch
+import yaml
+from PIL import Image
+
+from tests.folders import CORRUPT, MESSY_CLASSES, write_messy_folder
+from zoo import recipes
+from zoo.cli import main
+from zoo.data import ImageFolderDataModule, ImageFolderError
+from zoo.data.folders import folder_parts, held_out_indices, read_part
+from zoo.privacy.records import records_identity
+from zoo.recipes import Choice, Problem, choose_recipe
+
+#: dp-merf's recipes with a model small enough to train in seconds
+TINY_MERF = {"features": 64, "generator": "conv", "hidden": 16, "channels": [4, 2], "kernel_size": 3, "batch_size": 8}
+TRAIN = ["--method", "dp-merf", "--epsilon", "1"]
+
+
+@pytest.fixture(scope="module")
+def messy(tmp_path_factory):
+    return write_messy_folder(tmp_path_factory.mktemp("photos") / "my photos")
+
+
+@pytest.fixture(scope="module")
+def cleaned(messy, tmp_path_factory):
+    """The messy folder with its unreadable file removed, as the report says."""
+    folder = shutil.copytree(messy, tmp_path_factory.mktemp("cleaned") / "my photos")
+    (folder / CORRUPT).unlink()
+    return folder
+
+
+@pytest.fixture
+def tiny_recipes(tmp_path, monkeypatch):
+    """dp-merf's CIFAR-10 and MNIST recipes with a tiny model, where `dpzoo train` looks for recipes."""
+    (tmp_path / "configs").mkdir()
+    for name in ("dp_merf_cifar10_eps1.yaml", "dp_merf_mnist_eps1.yaml"):
+        recipe = yaml.safe_load((recipes.RECIPES / name).read_text())
+        recipe["model"]["init_args"].update(TINY_MERF)
+        (tmp_path / "configs" / name).write_text(yaml.safe_dump(recipe))
+    monkeypatch.setattr(recipes, "RECIPES", tmp_path / "configs")
+
+
+def test_one_report_names_every_problem_with_the_flag_that_fixes_it(messy, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["train", str(messy), *TRAIN, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    for words in (
+        "1 unreadable file: kitties/broken.jpg",
+        f"`rm -- '{messy / CORRUPT}'`",
+        "12 images have another aspect ratio than 32×32 and would be stretched (28×40 ×4, 40×28 ×4, 24×36 ×4)",
+        "`--convert crop` (centre crop) or `--convert pad` (pad with white)",
+        "4 images have transparency, which would be dropped (e.g. Boats/Boa 6.PNG",
+        "grey and colour images mix: 4 grey (e.g. Boats/Boa 5.png",
+        "`--channels 3` (read all as RGB) or `--channels 1`",
+        "all at once: --convert crop --channels 3",
+        "ignored 3 files that are not images: .DS_Store, Boats/.DS_Store, kitties/notes.txt",
+    ):
+        assert words in err, words
+    assert not out.exists()
+
+
+def test_the_datamodule_and_fit_report_the_same_problems_in_their_own_words(messy, tmp_path, capsys):
+    with pytest.warns(UserWarning, match="ignored 3 files"), pytest.raises(ImageFolderError) as error:
+        ImageFolderDataModule(str(messy), cache=False).setup()
+    for words in ("kitties/broken.jpg", "images differ in size", "image_size=24", "convert='crop'", "channels=3"):
+        assert words in str(error.value), words
+    fit = ["fit", "--config", "configs/dp_merf_mnist_eps1.yaml", "--images", str(messy)]
+    assert main([*fit, "--save_pretrained", str(tmp_path / "never")]) == 2
+    err = capsys.readouterr().err
+    for flag in ("--data.init_args.image_size 24", "--data.init_args.convert crop", "--data.init_args.channels 3"):
+        assert flag in err, flag
+
+
+@pytest.mark.parametrize("convert, how", [("crop", "centre-cropped"), ("pad", "padded with white")])
+def test_convert_reads_the_mess_and_states_what_it_did(cleaned, convert, how):
+    data = ImageFolderDataModule(str(cleaned), image_size=32, channels=3, convert=convert, cache=False)
+    assert data.image_shape == (3, 32, 32)
+    assert data.card_data()["preprocessing"] == (
+        f"20 of 48 images resized to 32×32, 12 of them {how} to a square first; 4 with transparency composited "
+        "on white; 4 grey converted to RGB"
+    )
+    part, _ = folder_parts(cleaned)
+    decoded = read_part(part, (32, 32), 3, cache=False, convert=convert)
+    transparent = part.files.index(cleaned / "Boats" / "Boa 6.PNG")
+    assert decoded.images[transparent, :, :, 16:].min() == 255  # its transparent right half, on white
+
+
+def test_the_held_out_part_is_chosen_by_file_names_and_stays_out_of_the_records(cleaned, tmp_path):
+    options = dict(image_size=32, channels=3, convert="crop", validation_size=0, cache=False)
+    data = ImageFolderDataModule(str(cleaned), test_fraction=0.1, **options)
+    data.setup()
+    held = held_out_indices(data.train_part, 0.1, seed=0)
+    assert [data.train_part.labels[i] for i in held] == [0, 1, 2, 3] and len(data.test_set) == 4
+    kept = sorted(set(range(48)) - set(held))
+    source = data.records_identity.partition("#")[0]
+    assert data.records_identity == records_identity(source, torch.tensor(kept))
+    whole = ImageFolderDataModule(str(cleaned), **options)
+    assert whole.records_identity.partition("#")[0] == source != whole.records_identity  # same source, others kept
+    grown = shutil.copytree(cleaned, tmp_path / "grown")
+    Image.new("RGB", (32, 32)).save(grown / "Boats" / "new.png")
+    part, _ = folder_parts(grown)
+    names = {part.files[i].name for i in held_out_indices(part, 0.1, seed=0) if part.labels[i] != 0}
+    assert names == {data.train_part.files[i].name for i in held if data.train_part.labels[i] != 0}
+
+
+def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_path, capsys, caplog):
+    out = tmp_path / "mine"
+    train = ["train", str(cleaned), *TRAIN, "--out", str(out), "--convert", "crop", "--channels", "3"]
+    assert main([*train, "--max-steps", "2"]) == 0
+    printed = capsys.readouterr().out
+    for words in (
+        "my photos: 4 classes (one folder per class, no test/)",
+        "planes and jets",
+        "read as 3×32×32: 20 of 48 images resized to 32×32, 12 of them centre-cropped",
+        "held out for evaluation: 4 images (10% of each class",
+        "training: 44 images",
+        "recipe: configs/dp_merf_cifar10_eps1.yaml: dp-merf's recipe for colour images (CIFAR-10, 32×32)",
+        "estimated time: about",
+        "privacy: (ε = 0.99",
+        f"card: {out / 'README.md'}",
+    ):
+        assert words in printed, words
+    assert "Tip:" not in caplog.text + printed
+    config = json.loads((out / "config.json").read_text())
+    data = config["data"]
+    assert data["name"] == "my photos" and data["classes"] == list(MESSY_CLASSES) and data["images"] == 44
+    assert data["held_out"]["images"] == 4 and data["held_out"]["digest"].startswith("sha256:")
+    (entry,) = config["privacy_ledger"]["entries"]
+    assert entry["records_identity"] == data["records"]
+    assert config["license"] is None and config["recipe"]["command"].startswith("dpzoo train 'my photos' --method")
+    card = (out / "README.md").read_text()
+    for text in (card, json.dumps(config, ensure_ascii=False)):
+        assert str(cleaned.parent) not in text and str(tmp_path) not in text
+    assert all(name in card for name in MESSY_CLASSES) and "license:" not in card.split("---")[1]
+
+    report = tmp_path / "report.json"
+    evaluate = ["evaluate", str(out), "--dataset", str(cleaned), "--metrics", "cas_mlp", "--num-samples", "20"]
+    evaluate += ["--runs", "1", "--epochs", "1"]
+    assert main([*evaluate, "--json", str(report)]) == 0
+    assert "the 4 images of my photos held out of training" in json.loads(report.read_text())["reference"]
+    changed = shutil.copytree(cleaned, tmp_path / "changed" / "my photos")
+    part, _ = folder_parts(changed)
+    Image.new("RGB", (32, 32)).save(part.files[held_out_indices(part, 0.1, seed=0)[0]])
+    assert main([*evaluate[:3], str(changed), *evaluate[4:]]) == 2
+    assert "has other contents" in capsys.readouterr().err
+
+
+def test_the_recipe_is_chosen_for_the_images_and_a_misfit_is_refused_with_options(tmp_path, capsys):
+    colour = choose_recipe("dp-merf", 1.0, 3, (32, 32), size_given=False)
+    assert isinstance(colour, Choice) and colour.recipe.path.name == "dp_merf_cifar10_eps1.yaml"
+    grey = choose_recipe("dp-merf", 3.0, 1, (28, 28), size_given=False)
+    assert isinstance(grey, Choice) and grey.recipe.path.name == "dp_merf_mnist_eps1.yaml"
+    assert "written for ε = 1, run at ε = 3" in grey.reason
+    large = choose_recipe("dp-merf", 1.0, 3, (256, 256), size_given=False)
+    assert isinstance(large, Problem) and large.fixes[0].options == (("image_size", 32),)
+    assert isinstance(choose_recipe("dp-merf", 1.0, 3, (256, 256), size_given=True), Choice)
+    only_grey = choose_recipe("dp-lflow", 1.0, 3, (32, 32), size_given=False)
+    assert isinstance(only_grey, Problem) and only_grey.fixes[0].options == (("channels", 1),)
+    assert main(["train", str(tmp_path), *TRAIN[:3], "0"]) == 2
+    assert "--epsilon must be a finite number > 0" in capsys.readouterr().err

@@ -1,0 +1,101 @@
+"""How one image becomes the shape a model takes, by an explicit policy for what cannot be kept as it is.
+
+``convert`` is None (images must already have the target's aspect ratio and no transparency: nothing is
+stretched or dropped silently), ``"crop"`` (an image of another aspect ratio is centre-cropped to the
+target's), ``"pad"`` (padded with white to it) or ``"stretch"`` (resized as it is); each composites
+transparent images on white. Any size change is a bilinear resize after that.
+``preprocessing_sentence`` states what a policy did to a folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from PIL import Image
+
+CONVERT_POLICIES = ("crop", "pad", "stretch")
+WHITE = 255
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What one image is, from reading it once: (height, width), grey or colour, transparent or not."""
+
+    size: tuple[int, int]
+    grey: bool
+    transparent: bool
+
+
+def check_convert(convert: str | None) -> str | None:
+    if convert not in (None, *CONVERT_POLICIES):
+        raise ValueError(f"convert must be one of {CONVERT_POLICIES} or None, got {convert!r}")
+    return convert
+
+
+def has_transparency(image: Image.Image) -> bool:
+    return image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in image.info
+
+
+def on_white(image: Image.Image) -> Image.Image:
+    """A transparent image composited on a white ground (RGB)."""
+    rgba = image.convert("RGBA")
+    return Image.alpha_composite(Image.new("RGBA", rgba.size, (WHITE,) * 4), rgba).convert("RGB")
+
+
+def changes_aspect(size: tuple[int, int], target: tuple[int, int]) -> bool:
+    """Whether resizing (height, width) ``size`` to ``target`` would stretch it."""
+    return _crop_size(size, target) != size
+
+
+def fitted(image: Image.Image, target: tuple[int, int], convert: str | None) -> Image.Image:
+    """``image`` at (height, width) ``target``: cropped or padded to its aspect ratio first, by ``convert``."""
+    size = (image.height, image.width)
+    if convert == "crop" and changes_aspect(size, target):
+        height, width = _crop_size(size, target)
+        top, left = (image.height - height) // 2, (image.width - width) // 2
+        image = image.crop((left, top, left + width, top + height))
+    elif convert == "pad" and changes_aspect(size, target):
+        height, width = _pad_size(size, target)
+        canvas = Image.new(image.mode, (width, height), WHITE if image.mode == "L" else (WHITE,) * 3)
+        canvas.paste(image, ((width - image.width) // 2, (height - image.height) // 2))
+        image = canvas
+    if (image.height, image.width) != target:
+        image = image.resize((target[1], target[0]), Image.Resampling.BILINEAR)
+    return image
+
+
+def _crop_size(size: tuple[int, int], target: tuple[int, int]) -> tuple[int, int]:
+    """The largest box of ``target``'s aspect ratio inside ``size`` (both (height, width))."""
+    scale = max(target[0] / size[0], target[1] / size[1])
+    return min(size[0], round(target[0] / scale)), min(size[1], round(target[1] / scale))
+
+
+def _pad_size(size: tuple[int, int], target: tuple[int, int]) -> tuple[int, int]:
+    """The smallest box of ``target``'s aspect ratio around ``size``."""
+    scale = min(target[0] / size[0], target[1] / size[1])
+    return max(size[0], round(target[0] / scale)), max(size[1], round(target[1] / scale))
+
+
+def preprocessing_sentence(
+    facts: Sequence[ImageFacts], target: tuple[int, int], channels: int, convert: str | None
+) -> str:
+    """What reading the images at ``target`` size and ``channels`` with policy ``convert`` does to them."""
+    height, width = target
+    resized = sum(f.size != target for f in facts)
+    reshaped = sum(changes_aspect(f.size, target) for f in facts)
+    transparent = sum(f.transparent for f in facts)
+    grey = sum(f.grey for f in facts)
+    changes = []
+    if resized:
+        shape = "a square" if height == width else f"the {height}:{width} aspect ratio"
+        how = {"crop": f"centre-cropped to {shape} first", "pad": f"padded with white to {shape} first"}
+        first = f", {reshaped:,} of them {how.get(convert or '', 'stretched')}" if reshaped else ""
+        changes.append(f"{resized:,} of {len(facts):,} images resized to {height}×{width}{first}")
+    if transparent:
+        changes.append(f"{transparent:,} with transparency composited on white")
+    if channels == 3 and grey:
+        changes.append(f"{grey:,} grey converted to RGB")
+    if channels == 1 and len(facts) - grey:
+        changes.append(f"{len(facts) - grey:,} colour converted to grey")
+    return "; ".join(changes) or f"none: all {len(facts):,} images used as they are"

@@ -1,0 +1,237 @@
+"""One pass over every file of an image folder: what each image is, which files cannot be read, and every
+problem between the folder and a model, reported all at once, each with the option that fixes it.
+
+A fix is an option name and value (``image_size``, ``channels``, ``convert``), spelled for the interface
+the user types in: ``FolderProblems.render`` takes a ``Spelling`` (Python keywords by default, ``dpzoo fit``
+and ``dpzoo train`` flags from their callers), or a shell command where no option helps (an unreadable file).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PIL import Image
+from tqdm.auto import tqdm
+
+from zoo.data.conversion import ImageFacts, changes_aspect, has_transparency
+
+if TYPE_CHECKING:
+    from zoo.data.folders import FolderPart
+
+#: PIL modes whose images are grey; every other mode is read as colour
+GREY_MODES = frozenset({"1", "L", "LA", "La", "I", "I;16", "I;16B", "I;16L", "I;16N", "F"})
+PROGRESS_FROM = 2000
+EXAMPLES = 3
+
+Spelling = Callable[[str, Any], str]
+
+
+def python_spelling(name: str, value: Any) -> str:
+    return f"{name}={value!r}"
+
+
+class ImageFolderError(ValueError):
+    """An image folder that cannot be used as it is (the message says what to change)."""
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Options that fix a problem (``what``: their effect in a few words), or a shell command."""
+
+    options: tuple[tuple[str, Any], ...] = ()
+    what: str = ""
+    command: str = ""
+
+    def render(self, spell: Spelling) -> str:
+        text = self.command or " ".join(spell(name, value) for name, value in self.options)
+        return f"`{text}`" + (f" ({self.what})" if self.what else "")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What stands in the way, and its fixes (alternatives, the first one suggested)."""
+
+    text: str
+    fixes: tuple[Fix, ...]
+
+
+class FolderProblems(ImageFolderError):
+    """Every problem of a folder (its ``parts``) at once; ``render`` spells the fixes for the interface in use."""
+
+    def __init__(
+        self, problems: Sequence[Problem], parts: Sequence[FolderPart], spelling: Spelling = python_spelling
+    ) -> None:
+        self.problems, self.parts, self.root = tuple(problems), tuple(parts), common_root(parts)
+        self.ignored = tuple(str((p.root / name).relative_to(self.root)) for p in parts for name in p.ignored)
+        super().__init__(self.render(spelling))
+
+    def render(self, spell: Spelling) -> str:
+        lines = [f"{self.root} cannot be used as it is ({len(self.problems)} to fix, all listed):"]
+        for problem in self.problems:
+            lines.append(f"  - {problem.text}: {' or '.join(fix.render(spell) for fix in problem.fixes)}")
+        suggested = [problem.fixes[0] for problem in self.problems]
+        options = dict(option for fix in suggested for option in fix.options)
+        commands = [fix.command for fix in suggested if fix.command]
+        if options and len(self.problems) > 1:
+            lines.append(f"all at once: {' '.join(spell(name, value) for name, value in options.items())}")
+        if commands and options:
+            lines.append(f"and first: {'; '.join(commands)}")
+        if self.ignored:
+            lines.append(ignored_line(self.ignored))
+        return "\n".join(lines)
+
+
+def common_root(parts: Sequence[FolderPart]) -> Path:
+    """The folder the parts lie in (``root`` of ``root/train`` and ``root/test``)."""
+    return Path(os.path.commonpath([p.root for p in parts]))
+
+
+def ignored_line(names: Sequence[str]) -> str:
+    what = "is not an image" if len(names) == 1 else "are not images"
+    return f"ignored {_count(len(names), 'file')} that {what}: {', '.join(names)}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
+@dataclass(frozen=True)
+class PartFacts:
+    """Every file of a part read once: its facts, or why it cannot be read (None, and ``unreadable``)."""
+
+    part: FolderPart
+    images: tuple[ImageFacts | None, ...]
+    unreadable: tuple[tuple[Path, str], ...]
+
+    def readable(self) -> list[ImageFacts]:
+        return [facts for facts in self.images if facts is not None]
+
+
+#: parts inspected in this process, the latest few (a folder is checked before its summary and its decoding)
+_INSPECTED: dict[str, PartFacts] = {}
+KEPT_INSPECTIONS = 8
+
+
+def inspect_part(part: FolderPart) -> PartFacts:
+    """Open and decode every file once (a truncated file fails here, not in training); kept for the
+    process while no file changes."""
+    key = part.cache_key(None, None)
+    if key not in _INSPECTED:
+        facts, unreadable = [], []
+        quiet = True if len(part.files) < PROGRESS_FROM else None  # None: no bar when stderr is not a terminal
+        for file in tqdm(part.files, desc=f"checking {part.root}", unit="image", disable=quiet, leave=False):
+            try:
+                facts.append(_facts(file))
+            except (OSError, SyntaxError, ValueError) as error:  # PIL's UnidentifiedImageError is an OSError
+                facts.append(None)
+                unreadable.append((file, str(error).split(" '")[0] or type(error).__name__))
+        while len(_INSPECTED) >= KEPT_INSPECTIONS:
+            _INSPECTED.pop(next(iter(_INSPECTED)))
+        _INSPECTED[key] = PartFacts(part, tuple(facts), tuple(unreadable))
+    return _INSPECTED[key]
+
+
+def _facts(file: Path) -> ImageFacts:
+    with Image.open(file) as image:
+        facts = ImageFacts((image.height, image.width), image.mode in GREY_MODES, has_transparency(image))
+        image.draft(image.mode, (1, 1))  # JPEG: decode at the smallest scale, enough to find a truncated file
+        image.load()
+    return facts
+
+
+def common_size(facts: Sequence[ImageFacts]) -> tuple[int, int] | None:
+    sizes = {f.size for f in facts}
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def common_channels(facts: Sequence[ImageFacts]) -> int | None:
+    """1 when all are grey, 3 when all are colour, None when they mix."""
+    grey = {f.grey for f in facts}
+    return None if len(grey) != 1 else (1 if grey.pop() else 3)
+
+
+def folder_problems(
+    inspected: Sequence[PartFacts],
+    size: tuple[int, int] | None,
+    channels: int | None,
+    convert: str | None,
+    suggested_size: int | None = None,
+) -> list[Problem]:
+    """Everything that keeps the parts from being read at ``size`` and ``channels`` under ``convert``
+    (``zoo.data.conversion``): unreadable files, sizes that differ with no size given, images that would be
+    stretched or lose their transparency, grey mixed with colour. ``suggested_size`` is the side a fix
+    proposes (default: the smallest side, so that nothing is enlarged)."""
+    root = common_root([facts.part for facts in inspected])
+    pairs = [(file, f) for facts in inspected for file, f in zip(facts.part.files, facts.images, strict=True) if f]
+    problems = []
+    unreadable = [(file, reason) for facts in inspected for file, reason in facts.unreadable]
+    if unreadable:
+        named = ", ".join(f"{_name(file, root)} ({reason})" for file, reason in unreadable)
+        remove = Fix(command="rm -- " + " ".join(shlex.quote(str(file)) for file, _ in unreadable), what="remove")
+        problems.append(Problem(f"{_count(len(unreadable), 'unreadable file')}: {named}", (remove,)))
+    if not pairs:
+        return problems
+    side = suggested_size or min(min(f.size) for _, f in pairs)
+    target = size or common_size([f for _, f in pairs])
+    if target is None:
+        problems.append(
+            Problem(
+                f"images differ in size: {_tally(f.size for _, f in pairs)}",
+                (Fix((("image_size", side),), f"resize all to {side}×{side}"),),
+            )
+        )
+    stretched = [(file, f) for file, f in pairs if changes_aspect(f.size, target or (side, side))]
+    if stretched and convert is None:
+        shape = f"{target[0]}×{target[1]}" if target else "a square"
+        problems.append(
+            Problem(
+                f"{len(stretched):,} images have another aspect ratio than {shape} and would be stretched "
+                f"({_tally(f.size for _, f in stretched)})",
+                (
+                    Fix((("convert", "crop"),), "centre crop"),
+                    Fix((("convert", "pad"),), "pad with white"),
+                    Fix((("convert", "stretch"),), "change their aspect ratio"),
+                ),
+            )
+        )
+    transparent = [file for file, f in pairs if f.transparent]
+    if transparent and convert is None:
+        problems.append(
+            Problem(
+                f"{len(transparent):,} images have transparency, which would be dropped "
+                f"({_examples(transparent, root)})",
+                (Fix((("convert", "crop"),), "composite them on white"),),
+            )
+        )
+    grey = [file for file, f in pairs if f.grey]
+    if grey and len(grey) < len(pairs) and channels is None:
+        problems.append(
+            Problem(
+                f"grey and colour images mix: {len(grey):,} grey ({_examples(grey, root)}), "
+                f"{len(pairs) - len(grey):,} colour",
+                (Fix((("channels", 3),), "read all as RGB"), Fix((("channels", 1),), "read all as grey")),
+            )
+        )
+    return problems
+
+
+def _name(file: Path, root: Path) -> str:
+    return str(file.relative_to(root)) if file.is_relative_to(root) else str(file)
+
+
+def _examples(files: Sequence[Path], root: Path) -> str:
+    more = f", … {len(files) - EXAMPLES:,} more" if len(files) > EXAMPLES else ""
+    return "e.g. " * (len(files) > 1) + ", ".join(_name(file, root) for file in files[:EXAMPLES]) + more
+
+
+def _tally(sizes: Any) -> str:
+    """Sizes with their counts, the commonest first: ``32×32 ×1,585, 28×40 ×300, …``."""
+    counts = Counter(sizes).most_common()
+    shown = ", ".join(f"{h}×{w} ×{n:,}" for (h, w), n in counts[:4])
+    return shown + (f" and {len(counts) - 4} more sizes" if len(counts) > 4 else "")

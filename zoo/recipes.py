@@ -1,0 +1,108 @@
+"""The recipe ``dpzoo train`` takes for a folder: the method's recipe in ``configs/`` written for images
+like the folder's (colour: its CIFAR-10 recipe; grey: its MNIST one, else Fashion-MNIST), at the ε asked
+or the nearest. The choice is made in the open (``Choice.reason`` is printed and recorded) and a folder
+that no recipe fits is answered with a ``Problem`` naming the options, never with a guess."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zoo.data.folder_check import Fix, Problem
+from zoo.data.images import IMAGE_SHAPES
+
+RECIPES = Path(__file__).resolve().parents[1] / "configs"
+#: the named datasets whose recipes stand for a kind of image, preferred first
+DATASETS = {3: ("cifar10",), 1: ("mnist", "fashion_mnist")}
+DATASET_NAMES = {"cifar10": "CIFAR-10", "mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
+#: how far (as a ratio of sides) a folder's images may be from a recipe's and still take it as they are
+NEAR = (0.5, 1.5)
+YOUR_RECIPE = Fix(command="dpzoo fit --config RECIPE.yaml --images FOLDER", what="a recipe of your own")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    dataset: str
+    epsilon: float
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        return IMAGE_SHAPES[self.dataset]
+
+    @cached_property
+    def settings(self) -> dict[str, Any]:
+        return yaml.safe_load(self.path.read_text()) or {}
+
+    @property
+    def validates(self) -> bool:
+        """Whether its training reads the validation images (else the folder needs none)."""
+        return (self.settings.get("trainer") or {}).get("limit_val_batches", 1.0) != 0
+
+
+@dataclass(frozen=True)
+class Choice:
+    recipe: Recipe
+    #: (height, width) the images are read at
+    size: tuple[int, int]
+    reason: str
+
+
+def method_recipes(method: str) -> list[Recipe]:
+    """The method's recipes for the named datasets (``configs/<method>_<dataset>_eps<ε>.yaml``)."""
+    prefix = method.replace("-", "_")
+    recipes = []
+    for dataset in IMAGE_SHAPES:
+        for path in sorted(RECIPES.glob(f"{prefix}_{dataset}_eps*.yaml")):
+            try:
+                recipes.append(Recipe(path, dataset, float(path.stem.rpartition("_eps")[2])))
+            except ValueError:
+                continue  # eps10000-style names only; anything else is not an ε recipe
+    return recipes
+
+
+def choose_recipe(
+    method: str, epsilon: float, channels: int, size: tuple[int, int] | None, size_given: bool
+) -> Choice | Problem:
+    """The recipe for ``channels``-channel images of (height, width) ``size`` (None: the sizes differ, so
+    they are read at the recipe's); ``size_given``: the user set it, so it is kept whatever the recipe's."""
+    recipes = method_recipes(method)
+    kinds = [dataset for dataset in DATASETS[channels] if any(r.dataset == dataset for r in recipes)]
+    if not kinds:
+        return _no_recipe(method, channels, recipes)
+    candidates = [r for r in recipes if r.dataset == kinds[0]]
+    recipe = min(candidates, key=lambda r: (abs(math.log(r.epsilon / epsilon)), r.epsilon))
+    _, height, width = recipe.image_shape
+    kind = f"{'colour' if channels == 3 else 'grey'} images ({DATASET_NAMES[recipe.dataset]}, {height}×{width})"
+    at = f"written for ε = {recipe.epsilon:g}, run at" if recipe.epsilon != epsilon else "at"
+    at = f"{at} ε = {epsilon:g}"
+    reason = f"{method}'s recipe for {kind}, {at}"
+    if size_given:
+        return Choice(recipe, size, f"{reason}; images read at {size[0]}×{size[1]} as asked")  # type: ignore[index]
+    if size is None:
+        return Choice(recipe, (height, width), f"{reason}; the images differ in size, so all are read at its size")
+    if size == (height, width):
+        return Choice(recipe, size, f"{reason}; the images are {height}×{width} already")
+    if all(NEAR[0] <= side / own <= NEAR[1] for side, own in zip(size, (height, width), strict=True)):
+        return Choice(recipe, size, f"{reason}; the images are {size[0]}×{size[1]}, near enough to keep as they are")
+    return Problem(
+        f"the images are {size[0]}×{size[1]}, far from the {height}×{width} that {recipe.path.name} was written for",
+        (Fix((("image_size", height),), f"read them at {height}×{width}"), YOUR_RECIPE),
+    )
+
+
+def _no_recipe(method: str, channels: int, recipes: list[Recipe]) -> Problem:
+    if not recipes:
+        return Problem(f"{method} has no image recipe in {RECIPES} (a repository checkout holds them)", (YOUR_RECIPE,))
+    other = 1 if channels == 3 else 3
+    kind = "grey" if channels == 3 else "colour"
+    names = ", ".join(sorted({r.path.name for r in recipes}))
+    return Problem(
+        f"{method} has recipes for {kind} images only ({names})",
+        (Fix((("channels", other),), f"read the images as {kind}"), YOUR_RECIPE),
+    )

@@ -1,0 +1,222 @@
+"""``dpzoo train FOLDER --method M --epsilon E``: one command for the common case.
+
+The folder is checked once (every problem at once, each fix a flag to paste: ``zoo.data.folder_check``),
+the method's recipe chosen for its images in the open (``zoo.recipes``), and before any training a summary
+says what will be used: images per class, sizes, what reading does to them, the held-out part (a folder
+without ``test/`` keeps one, chosen by a hash of the file names), and an estimated time from a measured
+rate (``zoo.estimate``). The plan then runs through ``dpzoo fit``'s code path (``zoo.fit.run_fit``), and
+the ε spent and the card's place are printed."""
+
+from __future__ import annotations
+
+import math
+import shlex
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+# before opacus, whose import sets up the root logger: Lightning's lines then print as `dpzoo fit` prints them
+import pytorch_lightning  # noqa: F401
+
+from zoo.data.conversion import check_convert, preprocessing_sentence
+from zoo.data.folder_check import (
+    FolderProblems,
+    PartFacts,
+    common_channels,
+    common_size,
+    folder_problems,
+    ignored_line,
+    inspect_part,
+)
+from zoo.data.folders import content_digest, folder_parts, held_out_indices, subset
+from zoo.fit import run_fit
+from zoo.hub import check_save_target
+from zoo.layout import CARD_NAME
+from zoo.loading import resolve
+from zoo.recipes import Choice, Problem, choose_recipe
+from zoo.registry import method_class
+
+#: the fraction of each class a folder without test/ keeps out of training, and the seed of its hash
+HELD_OUT = 0.1
+SPLIT_SEED = 0
+DEFAULT_DELTA = 1e-5
+#: the validation share an image folder keeps when the recipe reads it (ImageFolderDataModule's default)
+VALIDATION = 0.1
+
+
+def train_flag(name: str, value: Any) -> str:
+    """An option as ``dpzoo train`` takes it (``zoo.data.folder_check`` spells fixes with it)."""
+    return f"--{name.replace('_', '-')} {value}"
+
+
+def train_folder(
+    folder: str,
+    method: str,
+    epsilon: float,
+    *,
+    delta: float = DEFAULT_DELTA,
+    out: str | None = None,
+    max_steps: int | None = None,
+    license: str | None = None,
+    convert: str | None = None,
+    channels: int | None = None,
+    image_size: int | None = None,
+    init_from: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Train ``method`` at (``epsilon``, ``delta``) on the image folder ``folder`` and save it in ``out``
+    (default ``out/<folder>-<method>``); returns the model folder. Every bad input is refused before any work."""
+    _check_options(method, epsilon, delta, max_steps, channels, image_size)
+    check_convert(convert)
+    if init_from:
+        resolve(init_from)
+    root = Path(folder).expanduser()
+    target = check_save_target(Path(out) if out else Path("out") / f"{root.resolve().name}-{method}", overwrite)
+    train_part, test_part = folder_parts(root)
+    parts = [train_part, *([test_part] if test_part else [])]
+    inspected = [inspect_part(part) for part in parts]
+    facts = [f for part in inspected for f in part.readable()]
+    size = (image_size, image_size) if image_size else common_size(facts)
+    choice = choose_recipe(method, epsilon, channels or common_channels(facts) or 3, size, image_size is not None)
+    problems = folder_problems(inspected, choice.size if isinstance(choice, Choice) else None, channels, convert)
+    if isinstance(choice, Problem):
+        problems.append(choice)
+    if problems:
+        raise FolderProblems(problems, parts, train_flag)
+    assert isinstance(choice, Choice)
+    used_channels = channels or common_channels(facts)
+    held_out = held_out_indices(train_part, HELD_OUT, SPLIT_SEED) if test_part is None else []
+    print(_summary(root, inspected, choice, used_channels, convert, held_out))  # type: ignore[arg-type]
+    argv = [
+        *("--config", str(choice.recipe.path), "--images", str(root)),
+        *("--data.init_args.image_size", str(list(choice.size)), "--data.init_args.channels", str(used_channels)),
+        *(("--data.init_args.convert", convert) if convert else ()),
+        *(("--data.init_args.test_fraction", str(HELD_OUT)) if test_part is None else ()),
+        *(() if choice.recipe.validates else ("--data.init_args.validation_size", "0")),
+        *("--privacy.init_args.target_epsilon", str(epsilon), "--privacy.init_args.delta", str(delta)),
+        *(("--trainer.max_steps", str(max_steps)) if max_steps else ()),
+        *("--save_pretrained", str(target), "--selection", _selection(choice)),
+        *(("--license", license) if license else ()),
+        *(("--init_from", init_from) if init_from else ()),
+        *(("--overwrite",) if overwrite else ()),
+    ]
+    command = _command(root, method, epsilon, delta, max_steps, license, convert, channels, image_size, init_from)
+    recorded = {"config": f"configs/{choice.recipe.path.name}", "command": command}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*: ignored \d+ files? that", category=UserWarning)  # named above
+        model = run_fit(argv, recorded=recorded, before_training=_print_estimate)
+    for line in model.privacy_ledger.summary_lines():
+        print(line)
+    print(f"card: {target / CARD_NAME}")
+    return target
+
+
+def _check_options(
+    method: str, epsilon: float, delta: float, max_steps: int | None, channels: int | None, image_size: int | None
+) -> None:
+    cls = method_class(method)
+    if cls.sample_kind != "images" or method == "per-class":
+        raise ValueError(f"dpzoo train trains image methods on image folders; {method} is not one")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"--epsilon must be a finite number > 0, got {epsilon!r}")
+    if not 0 < delta < 1:
+        raise ValueError(f"--delta must lie in (0, 1), got {delta!r}")
+    for flag, value in (("--max-steps", max_steps), ("--image-size", image_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{flag} must be a positive integer, got {value!r}")
+    if channels not in (None, 1, 3):
+        raise ValueError(f"--channels must be 1 (grey) or 3 (RGB), got {channels!r}")
+
+
+def _summary(
+    root: Path,
+    inspected: list[PartFacts],
+    choice: Choice,
+    channels: int,
+    convert: str | None,
+    held_out: list[int],
+) -> str:
+    """The data as it will be used, before any work."""
+    train = inspected[0].part
+    test = inspected[1].part if len(inspected) > 1 else subset(train, held_out)
+    trained = Counter(train.labels[i] for i in sorted(set(range(len(train.files))) - set(held_out)))
+    kept = Counter(test.labels)
+    width = max(len("class"), *(len(name) for name in train.classes)) + 2
+    layout = "train/ and test/" if len(inspected) > 1 else "one folder per class, no test/"
+    lines = [
+        f"{root.resolve().name}: {len(train.classes)} classes ({layout})",
+        f"  {'class':<{width}}training  held out",
+    ]
+    lines += [f"  {name:<{width}}{trained[k]:>8,}  {kept[k]:>8,}" for k, name in enumerate(train.classes)]
+    facts = [f for part in inspected for f in part.readable()]
+    grey, transparent = sum(f.grey for f in facts), sum(f.transparent for f in facts)
+    sizes = Counter(f.size for f in facts).most_common()
+    shown = ", ".join(f"{h}×{w} ×{n:,}" for (h, w), n in sizes[:4]) + (f", {len(sizes) - 4} more" if sizes[4:] else "")
+    lines.append(f"  sizes: {shown}; {len(facts) - grey:,} colour, {grey:,} grey, {transparent:,} with transparency")
+    ignored = [str((p.part.root / n).relative_to(root)) for p in inspected for n in p.part.ignored]
+    if ignored:
+        lines.append(f"  {ignored_line(ignored)}")
+    height, width_px = choice.size
+    sentence = preprocessing_sentence(inspected[0].readable(), choice.size, channels, convert)
+    lines.append(f"read as {channels}×{height}×{width_px}: {sentence}")
+    digest = f"sha256:{content_digest(test)[:16]}…"
+    how = (
+        "the folder's test/" if len(inspected) > 1 else f"{HELD_OUT:.0%} of each class, chosen by a hash of file names"
+    )
+    lines.append(
+        f"held out for evaluation: {len(test.files):,} images ({how}; {digest}): never trained on, not among "
+        "the records the ledger protects; `dpzoo evaluate MODEL --dataset FOLDER` uses them"
+    )
+    total = sum(trained.values())
+    validation = round(VALIDATION * total) if choice.recipe.validates else 0
+    rest = f" ({validation:,} more kept for validation, not protected)" if validation else ""
+    lines.append(f"training: {total - validation:,} images{rest}")
+    lines.append(f"recipe: configs/{choice.recipe.path.name}: {choice.reason}")
+    return "\n".join(lines)
+
+
+def _print_estimate(model: Any, datamodule: Any, budget: Any, trainer_options: dict[str, Any]) -> None:
+    from zoo.estimate import estimate_time
+
+    print("measuring the rate of a few steps on stand-in images…", flush=True)
+    try:
+        estimate = estimate_time(model, datamodule, budget, trainer_options)
+    except Exception as error:  # a failed measurement must not stop the training it only describes
+        print(f"estimated time: not measured ({type(error).__name__}: {error})")
+        return
+    print(f"estimated time: {estimate.line() if estimate else 'unknown (the recipe sets no number of steps)'}")
+
+
+def _selection(choice: Choice) -> str:
+    return (
+        f"dpzoo train chose configs/{choice.recipe.path.name}: {choice.reason}. Its settings were chosen on "
+        "the named dataset's validation images (see the recipe), not on this data."
+    )
+
+
+def _command(
+    root: Path,
+    method: str,
+    epsilon: float,
+    delta: float,
+    max_steps: int | None,
+    license: str | None,
+    convert: str | None,
+    channels: int | None,
+    image_size: int | None,
+    init_from: str | None,
+) -> str:
+    """The command as a card records it: the folder by its name, no local paths, no output folder."""
+    words = ["dpzoo", "train", root.resolve().name, "--method", method, "--epsilon", f"{epsilon:g}"]
+    options = {
+        "--delta": None if delta == DEFAULT_DELTA else f"{delta:g}",
+        "--max-steps": max_steps,
+        "--convert": convert,
+        "--channels": channels,
+        "--image-size": image_size,
+        "--init-from": Path(init_from).name if init_from and Path(init_from).exists() else init_from,
+        "--license": license,
+    }
+    words += [str(word) for flag, value in options.items() if value is not None for word in (flag, value)]
+    return shlex.join(words)
