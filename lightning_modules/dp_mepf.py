@@ -110,7 +110,6 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
 
     @torch.no_grad()
     def _release_embedding(self, datamodule: Any, budget: DPBudget) -> None:
-        self._record_public_network(budget.ledger)
         total, count = self.embedding_sum(datamodule, self._weighted_features)
         noisy = budget.release(
             total,
@@ -122,11 +121,13 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
             ),
         )
         self.released_embedding.copy_(noisy / (count * self.features.part_weights[:, None]))
+        self._record_public_network(budget.ledger)
 
     @torch.no_grad()
     def _embed_public(self, public: Any) -> None:
         total, count = self.embedding_sum(public, self.features)
         self.released_embedding.copy_(total / count)
+        self._record_public_network(self.privacy_ledger)
 
     def _weighted_features(self, images: Tensor) -> Tensor:
         return self.features(images) * self.features.part_weights.to(images.dtype)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytorch_lightning as pl
 import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from zoo.privacy import poisson_loader
+from zoo.privacy import PrivacyLedger, poisson_loader
 
 
 def tiny_trainer(callbacks: list, max_steps: int, **kwargs) -> pl.Trainer:
@@ -98,3 +100,24 @@ class ToyData(pl.LightningDataModule):
         return poisson_loader(
             self.dataset, self.sample_rate, micro_batches=self.trainer.accumulate_grad_batches, seed=self.seed
         )
+
+
+class RecordingBudget:
+    """Stands in for a release's budget: keeps the exact statistic and the sensitivity claimed for it."""
+
+    def __init__(self) -> None:
+        self.released: list = []
+        self.ledger = PrivacyLedger()
+
+    def release(self, statistic, l2_sensitivity, dataset_size, noise_multiplier=None, note=""):
+        self.released.append((statistic.clone(), l2_sensitivity))
+        return statistic
+
+
+def released_statistic(model, images, labels):
+    """The exact statistic a one-shot release method (``_release_embedding``) would noise, and its sensitivity."""
+    budget = RecordingBudget()
+    data = SimpleNamespace(setup=lambda stage: None, train_set=SimpleNamespace(tensors=(images, labels)))
+    model._release_embedding(data, budget)
+    ((statistic, sensitivity),) = budget.released
+    return statistic, sensitivity

@@ -4,7 +4,6 @@ left untouched by training, and a missing wheel refused before any work."""
 
 import copy
 import importlib.util
-from types import SimpleNamespace
 
 import dp_accounting
 import pytest
@@ -19,10 +18,12 @@ from lightning_modules.nets.perceptual_features import PerceptualFeatures
 from lightning_modules.nets.public_networks import MissingFeatureNetwork, public_network
 from lightning_modules.nets.random_features import labelled_embedding
 from tests.folders import write_image_folder
+from tests.toys import released_statistic
 from zoo.cli import main
+from zoo.data import PublicData
 from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPBudget
-from zoo.stages import train
+from zoo.stages import pretrain_public, train
 
 TINY = DPMEPF.tiny_recipe().architecture
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
@@ -33,26 +34,6 @@ EXTREMES = {
     "negative": torch.full((1, 1, 8, 8), -1e4),
     "random": torch.rand(1, 1, 8, 8),
 }
-
-
-class RecordingBudget:
-    """Stands in for the release budget: keeps the exact statistic and the sensitivity claimed for it."""
-
-    def __init__(self):
-        self.released = []
-        self.ledger = DPBudget(target_epsilon=1.0).ledger
-
-    def release(self, statistic, l2_sensitivity, dataset_size, noise_multiplier=None, note=""):
-        self.released.append((statistic.clone(), l2_sensitivity))
-        return statistic
-
-
-def raw_embedding(model, images, labels):
-    budget = RecordingBudget()
-    data = SimpleNamespace(setup=lambda stage: None, train_set=SimpleNamespace(tensors=(images, labels)))
-    model._release_embedding(data, budget)
-    ((statistic, sensitivity),) = budget.released
-    return statistic, sensitivity
 
 
 def test_every_records_weighted_features_have_norm_at_most_one_at_extreme_inputs():
@@ -72,8 +53,8 @@ def test_every_records_weighted_features_have_norm_at_most_one_at_extreme_inputs
 def test_a_planted_record_moves_the_released_sum_by_at_most_its_sensitivity(planted):
     model = DPMEPF(**TINY)
     images, labels = toy_images().train_set.tensors
-    without, sensitivity = raw_embedding(model, images, labels)
-    with_planted, _ = raw_embedding(
+    without, sensitivity = released_statistic(model, images, labels)
+    with_planted, _ = released_statistic(
         model, torch.cat([images, EXTREMES[planted]]), torch.cat([labels, torch.tensor([2])])
     )
     assert sensitivity == 1.0
@@ -163,3 +144,11 @@ def test_the_cifar10_recipe_trains_on_a_folder_of_any_size_grey_or_colour(mode, 
     model = zoo.load(str(out))
     assert model.sample(4, seed=0).shape == (4, 3 if mode == "RGB" else 1, 24, 40)
     assert model.privacy_ledger.public_data[0].records_identity.startswith("imagenet-1k/train#")
+
+
+def test_public_pretraining_names_the_network_too():
+    model = pretrain_public(DPMEPF(**TINY), PublicData(toy_images(), source="a toy"), max_steps=2, **QUIET)
+    assert {use.dataset_id for use in model.privacy_ledger.public_data} == {
+        toy_images().dataset_id,
+        "imagenet-1k/train (through efficientnet_lite0)",
+    }

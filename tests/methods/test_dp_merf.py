@@ -3,7 +3,6 @@ its ε recomputed by a second accountant."""
 
 import copy
 import math
-from types import SimpleNamespace
 
 import dp_accounting
 import pytest
@@ -13,6 +12,7 @@ from dp_accounting import pld
 from lightning_modules import DPMERF
 from lightning_modules.base import toy_images
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
+from tests.toys import released_statistic
 from zoo.data import TensorDataModule
 from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPBudget
@@ -20,25 +20,6 @@ from zoo.stages import train
 
 TINY = DPMERF.tiny_recipe().architecture
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
-
-
-class RecordingBudget:
-    """Stands in for the release budget: keeps the exact statistic and the sensitivity claimed for it."""
-
-    def __init__(self):
-        self.released = []
-
-    def release(self, statistic, l2_sensitivity, dataset_size, noise_multiplier=None, note=""):
-        self.released.append((statistic.clone(), l2_sensitivity))
-        return statistic
-
-
-def raw_embedding(model, images, labels):
-    budget = RecordingBudget()
-    data = SimpleNamespace(setup=lambda stage: None, train_set=SimpleNamespace(tensors=(images, labels)))
-    model._release_embedding(data, budget)
-    ((statistic, sensitivity),) = budget.released
-    return statistic, sensitivity
 
 
 def test_every_feature_vector_has_norm_one_whatever_the_input():
@@ -70,8 +51,8 @@ def test_a_planted_record_moves_the_released_sum_by_at_most_its_sensitivity(plan
         "huge": torch.full((1, 1, 8, 8), 1e4),
         "random": torch.rand(1, 1, 8, 8),
     }[planted]
-    without, sensitivity = raw_embedding(model, images, labels)
-    with_planted, _ = raw_embedding(model, torch.cat([images, record]), torch.cat([labels, torch.tensor([2])]))
+    without, sensitivity = released_statistic(model, images, labels)
+    with_planted, _ = released_statistic(model, torch.cat([images, record]), torch.cat([labels, torch.tensor([2])]))
     assert sensitivity == 1.0
     assert with_planted.dtype == torch.float64
     assert (with_planted - without).norm() <= sensitivity * (1 + 1e-12)
