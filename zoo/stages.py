@@ -320,20 +320,8 @@ def without_lightning_tips() -> Iterator[None]:
         lightning_messages.log.removeFilter(tips)
 
 
+@without_lightning_tips()  # a fresh context per call (contextlib's context managers decorate)
 def _run(
-    stage: Stage,
-    model: Any,
-    datamodule: Any,
-    budget: Budget | None,
-    callbacks: list[pl.Callback],
-    options: dict[str, Any],
-    ckpt_path: str | None,
-) -> None:
-    with without_lightning_tips():
-        _run_stage(stage, model, datamodule, budget, callbacks, options, ckpt_path)
-
-
-def _run_stage(
     stage: Stage,
     model: Any,
     datamodule: Any,
