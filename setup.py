@@ -9,7 +9,13 @@ setup(
     packages=[*find_namespace_packages(include=["zoo*", "lightning_modules*"]), "dpzoo_checkpoints"],
     package_dir={"dpzoo_checkpoints": "checkpoints"},
     package_data={
-        "zoo": ["model_index.json", "templates/*.md", "metrics/weights/*.safetensors", "metrics/weights/*.json"],
+        "zoo": [
+            "model_index.json",
+            "templates/*.md",
+            "metrics/weights/*.safetensors",
+            "metrics/weights/*.json",
+            "metrics/statistics/*.safetensors",
+        ],
         "dpzoo_checkpoints": ["*/*"],
     },
 )

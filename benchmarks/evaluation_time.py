@@ -4,13 +4,28 @@ model with random weights, whose values mean nothing but whose timings are repre
 
     python benchmarks/evaluation_time.py [--model ID] [--metrics fid_lenet,cas] [--num-samples 10000]
     python benchmarks/evaluation_time.py --random-per-class --metrics fid_lenet,cas
+
+Inception FID (issue 43), on a CIFAR-10 model:
+
+    python benchmarks/evaluation_time.py --model dp-mepf-cifar10-eps10 --dataset cifar10 --fid-reference-cost
+    python benchmarks/evaluation_time.py --inception-throughput 256
+
+``--fid-reference-cost`` times ``fid`` with the shipped reference statistics, then again with none shipped
+or cached (the reference's features extracted, as before they were shipped). ``--inception-throughput N``
+times the Inception pass on N images per layout and batch size, checks that each gives the default's
+features, and prints the bound set by this machine's matrix-multiply speed and the network's FLOPs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 import time
 import warnings
+from pathlib import Path
+
+import torch
 
 import zoo
 
@@ -23,8 +38,16 @@ def main() -> None:
     parser.add_argument("--num-samples", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--random-per-class", action="store_true", help="time a random-weight per-class DP-LFlow")
+    parser.add_argument("--fid-reference-cost", action="store_true", help="fid with and without shipped statistics")
+    parser.add_argument("--inception-throughput", type=int, default=0, metavar="N", help="time the Inception pass")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
+    if args.inception_throughput:
+        inception_throughput(args.inception_throughput)
+        return
+    if args.fid_reference_cost:
+        fid_reference_cost(args.model, args.dataset, args.num_samples)
+        return
     if args.random_per_class:
         from lightning_modules import PerClassModel
 
@@ -42,6 +65,58 @@ def main() -> None:
         )
         values = ", ".join(f"{k} = {v['value']:.3f}" for k, v in report["results"].items())
         print(f"{metric}: {time.perf_counter() - start:.1f} s (sampling included; {values})")
+
+
+def fid_reference_cost(model_id: str, dataset: str, num_samples: int) -> None:
+    """Wall time of ``fid`` as a user runs it (shipped statistics), then with the reference extracted."""
+    from zoo.metrics import reference_statistics
+
+    model = zoo.load(model_id)
+    for label in ("shipped statistics", "reference extracted (nothing shipped or cached)"):
+        if label.startswith("reference"):
+            reference_statistics.SHIPPED_DIR = Path(tempfile.mkdtemp())
+            os.environ["DPZOO_CACHE_DIR"] = tempfile.mkdtemp()
+        start = time.perf_counter()
+        report = zoo.evaluate(model, dataset, metrics=("fid",), num_samples=num_samples, progress=False)
+        fid = report["results"]["fid"]
+        print(f"{label}: {time.perf_counter() - start:.0f} s for fid at {num_samples:,} samples = {fid['value']:.2f}")
+
+
+def inception_throughput(n: int) -> None:
+    """Images per second of the FID Inception per memory layout and batch size, against the FLOP bound."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from zoo.metrics.fidelity import _offline_weights
+    from zoo.metrics.inception_fid import inception_extractor
+
+    extractor = inception_extractor(_offline_weights())
+    images = torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        extractor(images[:1])
+    flops = counter.get_total_flops()
+    size = 2048
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    start = time.perf_counter()
+    for _ in range(5):
+        torch.mm(a, b)
+    matmul = 5 * 2 * size**3 / (time.perf_counter() - start)
+    print(
+        f"{torch.get_num_threads()} threads: matrix multiply {matmul / 1e9:.0f} GFLOP/s; Inception {flops / 1e9:.2f} "
+        f"GFLOP per image, so at most {matmul / flops:.1f} images/s"
+    )
+    reference = None
+    for layout in (torch.contiguous_format, torch.channels_last):
+        extractor = extractor.to(memory_format=layout)
+        for batch in (32, 64, 128):
+            start = time.perf_counter()
+            with torch.no_grad():
+                features = torch.cat([extractor(images[i : i + batch])[0] for i in range(0, n, batch)])
+            rate = n / (time.perf_counter() - start)
+            reference = features if reference is None else reference
+            moved = (features - reference).abs().max().item()
+            name = str(layout).removeprefix("torch.")
+            print(f"{name:>18}, batch {batch:>3}: {rate:.1f} images/s (features moved {moved:.1e})")
 
 
 if __name__ == "__main__":

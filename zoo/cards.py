@@ -23,6 +23,7 @@ from zoo.privacy import PrivacyLedger
 from zoo.privacy.accounting import describe_accountant
 from zoo.privacy.pac import NOTION as PAC_NOTION
 from zoo.registry import method_class
+from zoo.results_table import results_table
 
 TEMPLATE = "model_card.md"
 BARRIERS = {
@@ -468,6 +469,7 @@ def model_cards_index(checkpoints: Path) -> str:
         )
     if not folders:
         rows.append("| no checkpoint shipped yet | | | | | | |")
+    rows += ["", *results_table(folders)]
     return "\n".join(rows) + "\n"
 
 
@@ -485,13 +487,18 @@ def _side_numbers(result: dict[str, Any]) -> dict[str, float]:
     return {k: round(v, 4) for k, v in result.items() if isinstance(v, float) and k not in ("value", "std")}
 
 
+def _card_number(value: float, decimals: int) -> str:
+    """``decimals`` decimals, or 3 significant digits for a small non-zero number (a KID of 0.0012)."""
+    return f"{value:.3g}" if 0 < abs(value) < 10**-decimals * 10 else f"{value:.{decimals}f}"
+
+
 def card_results(evaluation: dict[str, Any], dataset_name: str, task_type: str) -> list[dict[str, Any]]:
     """``model-index`` entries for a card, each naming its evaluator."""
     entries = []
     for name, result in evaluation["results"].items():
         protocol = result["protocol"]
         evaluator = evaluator_of(result)
-        spread = f" ± {result['std']:.2f}" if "std" in result else ""
+        spread = f" ± {_card_number(result['std'], 2)}" if "std" in result else ""
         entries.append(
             {
                 "task_type": task_type,
@@ -499,7 +506,7 @@ def card_results(evaluation: dict[str, Any], dataset_name: str, task_type: str) 
                 "dataset_name": dataset_name,
                 "metric_type": name,
                 "metric_name": f"{name} ({evaluator}){spread}",
-                "metric_value": round(result["value"], 3),
+                "metric_value": float(_card_number(result["value"], 3)),
                 "metric_config": "; ".join(
                     f"{k}={v}"
                     for k, v in {"unit": result.get("unit"), **_side_numbers(result), **protocol}.items()

@@ -156,13 +156,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     from zoo.cards import evaluator_of
     from zoo.loading import resolve
     from zoo.metrics import evaluate, record_evaluation
-    from zoo.metrics.publication import check_publishable
+    from zoo.metrics.publication import check_publishable, check_reference_publishable
+    from zoo.metrics.reference import TRAIN, training_split_reason
 
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
     if args.json:
         _refuse_existing(Path(args.json), "--json", args.overwrite)
     if args.write_card:
         check_publishable(metrics or ())  # before any work
+        if args.reference == TRAIN:
+            check_reference_publishable(training_split_reason(args.dataset))
     folder = resolve(args.model)
     options = {
         "runs": args.runs,
@@ -186,6 +189,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     for name, result in evaluation["results"].items():
         spread = f"{result['std']:>9.3f}" if "std" in result else " " * 9
         print(f"{name:<{width}}{result['value']:>10.3f}{spread}  {evaluator_of(result)}")
+    if evaluation.get("not_publishable"):
+        reason = evaluation["not_publishable"]
+        print(f"against {evaluation['reference']}: a local diagnostic, not for a card ({reason})")
     if args.json:
         report = {k: v for k, v in evaluation.items() if k != "figures"}
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
@@ -339,7 +345,10 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--reference",
         default=None,
-        help="image folders without test/: a folder of held-out images (root/<class>/*) to evaluate against",
+        help="the real images to compare with: 'test' (default: a named dataset's test split, a folder's test/ "
+        "part or the held-out part its model recorded), a folder of held-out images (root/<class>/*), or 'train' "
+        "(named datasets: the field's FID protocol against the whole training split; a local diagnostic that "
+        "--write-card refuses, since the zoo's models protect those images)",
     )
     evaluate.add_argument("--metrics", default=None, help=metric_help)
     evaluate.add_argument("--label", type=int, default=None, help="images: compare with one class (one-class models)")

@@ -39,7 +39,8 @@ def test_evaluate_returns_values_spreads_and_protocols(data_dir):
     report = evaluate(
         replay, "mnist", metrics=("fid_lenet", "cas_mlp"), num_samples=1000, runs=2, epochs=2, progress=False
     )
-    assert set(report["results"]) == {"fid_lenet", "cas_mlp"}
+    assert set(report["results"]) == {"fid_lenet", "kid_lenet", "cas_mlp"}, "below 10,000 samples KID comes with FID"
+    assert "biased upwards" in report["results"]["fid_lenet"]["protocol"]["bias"]
     assert report["results"]["cas_mlp"]["value"] > 70 and report["results"]["cas_mlp"]["std"] >= 0
     assert report["results"]["fid_lenet"]["protocol"]["samples"] == 1000
 
@@ -93,8 +94,9 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     recorded = load_config(folder)["evaluation"]
     assert recorded["details"] == report and recorded["command"].startswith("dpzoo evaluate")
     assert "--json" not in recorded["command"] and str(tmp_path / "report.json") not in recorded["command"]
-    (result,) = ModelCard.load(folder / "README.md").data.eval_results
-    assert result.metric_type == "fid_lenet" and "lenet-mnist" in result.metric_name
+    fid, kid = ModelCard.load(folder / "README.md").data.eval_results  # KID beside FID at 500 samples
+    assert fid.metric_type == "fid_lenet" and "lenet-mnist" in fid.metric_name and kid.metric_type == "kid_lenet"
+    assert "biased upwards" in fid.metric_config
     assert main(["evaluate", str(folder), "--metrics", "nope"]) == 2
 
 

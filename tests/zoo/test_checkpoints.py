@@ -53,4 +53,5 @@ def test_no_card_publishes_a_number_read_from_protected_records(model_id):
         evaluation.get("details", {}).get("results", {})
     )
     assert not published & set(LOCAL_DIAGNOSTICS)
+    assert "not_publishable" not in evaluation.get("details", {}), "no number against the protected training split"
     assert "audit" not in (checkpoints_dir() / model_id / "README.md").read_text().split("## Evaluation")[-1]

@@ -38,6 +38,8 @@ def test_wheel_holds_the_package_and_the_shipped_checkpoints_only(wheel: Path) -
     assert not [n for n in names if n.split("/")[0] in ("tests", "benchmarks", "configs", "data") or ".pyc" in n]
     packed = {n.split("/")[1] for n in names if n.startswith(f"{CHECKPOINTS_PACKAGE}/") and n.endswith("/config.json")}
     assert packed == {path.parent.name for path in checkpoints_dir().glob("*/config.json")}
+    statistics = {p.relative_to(ROOT).as_posix() for p in (ROOT / "zoo/metrics/statistics").glob("*.safetensors")}
+    assert statistics <= set(names), "the shipped reference statistics are package data"
 
 
 def test_an_installed_wheel_loads_and_samples_a_shipped_model(wheel: Path, tmp_path: Path) -> None:

@@ -27,8 +27,11 @@ def evaluate(
 ) -> dict[str, Any]:
     """Evaluate a generator against the real ``dataset``; returns values, spreads and protocols.
 
-    Images (``mnist``, ``fashion_mnist``, or the path of an image folder, evaluated on its ``test/`` part
-    or on the held-out folder of option ``reference``; ``zoo.metrics.image_evaluate``): ``fid``, ``kid``,
+    Images (``mnist``, ``fashion_mnist``, ``cifar10``, or the path of an image folder; ``zoo.metrics.image_evaluate``),
+    against the protocol of option ``reference`` (``zoo.metrics.reference``): ``"test"`` by default (a named
+    dataset's test split, a folder's ``test/`` part or the held-out part its model recorded), a folder of
+    held-out images, or ``"train"`` for a named dataset (the field's FID protocol; a local diagnostic that
+    no card publishes, since the zoo's models protect those images): ``fid``, ``kid``,
     ``isc``, ``prc`` (torch-fidelity's Inception; offline pass ``feature_extractor_weights_path``),
     ``fid_lenet``, ``kid_lenet``, ``isc_lenet`` (dpzoo's small extractor, reported under those
     names), ``cas`` (LR, MLP, CNN of DP-LFlow appendix E.4; ``cas_resnet`` a timm ResNet-18),

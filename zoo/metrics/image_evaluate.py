@@ -79,9 +79,10 @@ def evaluate_images(
         results["privacy_score_lenet"] = privacy_score_lenet(samples, dataset)
     if fidelity:
         real = test.of_class(label)
-        results.update(fidelity_metrics(samples, real.images, fidelity, dataset, feature_extractor_weights_path))
-        for name in fidelity:
-            results[name]["protocol"]["reference_set"] = real.description
+        measured = fidelity_metrics(samples, real.images, fidelity, dataset, feature_extractor_weights_path)
+        for result in measured.values():  # with the KID that comes beside FID at small n
+            result["protocol"]["reference_set"] = real.description
+        results.update(measured)
     if classifiers:
         results.update(
             classifier_accuracy_on_synthetic(model, test, classifiers, num_samples, runs, epochs, seed, samples=samples)
@@ -89,6 +90,7 @@ def evaluate_images(
     return {
         "dataset": dataset,
         "reference": test.description,
+        **({"not_publishable": test.protected} if test.protected else {}),
         "label": label,
         "num_samples": num_samples,
         "seed": seed,

@@ -3,9 +3,9 @@
 A card's (ε, δ) covers everything the card, config.json, MODEL_CARDS.md and the figures
 publish. Numbers computed from the released weights, their samples and data outside the
 protected set (the test split, the held-out validation images) are post-processing and free.
-A metric that reads the protected training records outside the model's ledger is a *local
-diagnostic*: it runs and prints, but ``--write-card`` (``zoo.metrics.record_evaluation``) refuses
-to publish it.
+A metric that reads the protected training records outside the model's ledger, or any metric
+computed against them (``--reference train``), is a *local diagnostic*: it runs and prints, but
+``--write-card`` (``zoo.metrics.record_evaluation``) refuses to publish it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,18 @@ LOCAL_DIAGNOSTICS = {
 
 class UnpublishableMetricError(ValueError):
     """A card was asked to publish a number read from the protected records outside the ledger."""
+
+
+def check_reference_publishable(reason: str | None) -> None:
+    """Refuse an evaluation against protected records: the ``train`` protocol (``zoo.metrics.reference``),
+    whose ``reason`` an evaluation records as ``not_publishable``."""
+    if reason:
+        raise UnpublishableMetricError(
+            "a model card publishes only what its (ε, δ) covers, and numbers computed against the training split "
+            f"are not covered ({reason}). "
+            "Run --reference train without --write-card, as a local diagnostic to compare with the literature, "
+            "and publish the evaluation against the test split."
+        )
 
 
 def check_publishable(metrics: Iterable[str]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from zoo.cards import card_results, model_card
 from zoo.layout import CARD_NAME, default_load_name, load_config, write_config
 from zoo.metrics.datasets import evaluator_for
-from zoo.metrics.publication import check_publishable
+from zoo.metrics.publication import check_publishable, check_reference_publishable
 
 
 def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command: str) -> None:
@@ -16,6 +16,7 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
     regenerate the card. Refuses local diagnostics (``zoo.metrics.publication``): a card publishes
     only what its guarantee covers."""
     check_publishable(evaluation["results"])
+    check_reference_publishable(evaluation.get("not_publishable"))
     directory = Path(directory)
     config = load_config(directory)
     evaluation = dict(evaluation)

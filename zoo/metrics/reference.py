@@ -1,6 +1,14 @@
-"""The real images a generator is evaluated against: a named dataset's official test split, an image
-folder's ``test/`` part, the held-out part its model recorded (``ImageFolderDataModule.card_data``), or
-held-out images the user names — never the protected training images."""
+"""The real images a generator is evaluated against, by protocol (``reference``):
+
+- ``"test"`` (the default): a named dataset's official test split, an image folder's ``test/`` part, or
+  the held-out part its model recorded for a folder without one (``ImageFolderDataModule.card_data``);
+- a path: a folder of held-out images the user names;
+- ``"train"``, for the named datasets only: the whole official training split, the reference of the
+  field's FID protocol (clean-fid, torch-fidelity's ``cifar10-train``, DPImageBench). Those images are
+  the records the zoo's models of that dataset protect, so a number computed against them is a local
+  diagnostic (``zoo.metrics.publication``): printed, never published on a card. A folder's training
+  images are refused: they are the user's protected records.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +22,8 @@ from zoo.data.byte_images import ByteImages
 from zoo.data.folders import FolderPart, content_digest, folder_parts, held_out_indices, read_part, subset
 from zoo.data.images import IMAGE_DATASETS, load_images
 
+TEST, TRAIN = "test", "train"
+
 
 @dataclass(frozen=True)
 class ReferenceImages:
@@ -24,6 +34,8 @@ class ReferenceImages:
     description: str
     #: class names of a folder, None for a named dataset (labels 0..9)
     classes: tuple[str, ...] | None = None
+    #: why numbers computed against these images may not be published (None: they may)
+    protected: str | None = None
 
     @property
     def num_classes(self) -> int:
@@ -33,7 +45,8 @@ class ReferenceImages:
         if label is None:
             return self
         keep = self.labels == label
-        return ReferenceImages(self.images[keep], self.labels[keep], f"{self.description}, class {label}", self.classes)
+        description = f"{self.description}, class {label}"
+        return ReferenceImages(self.images[keep], self.labels[keep], description, self.classes, self.protected)
 
 
 def is_image_folder(dataset: str) -> bool:
@@ -47,18 +60,20 @@ def reference_images(
     reference: str | None = None,
     recorded: dict[str, Any] | None = None,
 ) -> ReferenceImages:
-    """The evaluation images of ``dataset``: a named dataset's test split, or an image folder's ``test/``
-    part (or the folder ``reference`` of held-out images, or else the held-out part the model ``recorded``
-    for a folder without one: ``card_data()["held_out"]``), read at the model's ``image_shape`` and as
-    its training images were read (the recorded ``convert``)."""
+    """The evaluation images of ``dataset`` under the protocol ``reference`` (module docstring): for a
+    folder without ``test/``, the held-out part the model ``recorded`` (``card_data()["held_out"]``), read
+    at the model's ``image_shape`` and as its training images were read (the recorded ``convert``)."""
     if dataset in IMAGE_DATASETS:
-        if reference is not None:
-            raise ValueError(f"{dataset} is evaluated on its official test split; reference is for image folders")
-        images, labels = load_images(dataset, train=False)
-        return ReferenceImages(images, labels, f"{dataset} official test split")
+        return _named_split(dataset, reference or TEST)
+    if reference == TRAIN:
+        raise ValueError(
+            f"the training images of {dataset} are the records a model trained on it protects: an FID against "
+            "them would publish a statistic of those records and reward memorisation. Evaluate against its test/ "
+            "part, the held-out part its model recorded, or --reference PATH of held-out images"
+        )
     train, test = folder_parts(dataset)
     description = None
-    if reference is not None:
+    if reference is not None and reference != TEST:
         held_out, _ = folder_parts(reference)
         if held_out.classes != train.classes:
             raise ValueError(
@@ -81,6 +96,27 @@ def reference_images(
     images, labels = ByteImages(decoded.images, decoded.labels).tensors
     description = description or f"{test.root} ({len(labels)} held-out images)"
     return ReferenceImages(images, labels, description, decoded.classes)
+
+
+def _named_split(dataset: str, split: str) -> ReferenceImages:
+    if split not in (TEST, TRAIN):
+        raise ValueError(
+            f"{dataset} is evaluated against its official '{TEST}' split (the default) or its '{TRAIN}' split (the "
+            f"field's FID protocol, a local diagnostic), not {split!r}: a folder reference is for image folders"
+        )
+    images, labels = load_images(dataset, train=split == TRAIN)
+    if split == TEST:
+        return ReferenceImages(images, labels, f"{dataset} official test split")
+    description = f"{dataset} official training split ({len(labels)} images)"
+    return ReferenceImages(images, labels, description, protected=training_split_reason(dataset))
+
+
+def training_split_reason(dataset: str) -> str:
+    """Why a number computed against a named dataset's training split is a local diagnostic."""
+    return (
+        f"the {dataset} training split holds the records that the zoo's {dataset} models protect, so a number "
+        "computed against it is a statistic of those records"
+    )
 
 
 def _recorded_part(dataset: str, train: FolderPart, held_out: dict[str, Any]) -> FolderPart:

