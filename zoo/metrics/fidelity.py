@@ -31,6 +31,8 @@ from zoo.metrics.uint8_images import Uint8Images, pixels_sha256
 WEIGHTS_ENV = "DPZOO_INCEPTION_WEIGHTS"
 INCEPTION_METRICS = {"fid": "fid", "kid": "kid", "isc": "isc", "prc": "prc"}
 LENET_METRICS = {"fid_lenet": "fid", "kid_lenet": "kid", "isc_lenet": "isc"}
+#: the KID reported beside each FID below ``SMALL_N`` samples
+KID_BESIDE = {"fid": "kid", "fid_lenet": "kid_lenet"}
 FIDELITY_METRICS = (*INCEPTION_METRICS, *LENET_METRICS)
 _RESULT_KEYS = {
     "fid": ("frechet_inception_distance",),
@@ -56,8 +58,8 @@ def fidelity_metrics(
     unknown = set(metrics) - set(FIDELITY_METRICS)
     if unknown:
         raise ValueError(f"unknown torch-fidelity metrics {sorted(unknown)}; known: {FIDELITY_METRICS}")
-    if len(samples) < SMALL_N and "fid_lenet" in metrics:
-        metrics = tuple(dict.fromkeys((*metrics, "kid_lenet")))
+    if len(samples) < SMALL_N:  # KID, unbiased, beside each FID
+        metrics = tuple(dict.fromkeys((*metrics, *(KID_BESIDE[m] for m in metrics if m in KID_BESIDE))))
     results: dict[str, dict[str, Any]] = {}
     lenet = [m for m in metrics if m in LENET_METRICS]
     if lenet:
@@ -65,11 +67,20 @@ def fidelity_metrics(
         results.update(
             _run(samples, reference, lenet, LENET_METRICS, extractor, None, f"{extractor} ({FEATURE_LAYER})")
         )
-        if "fid_lenet" in results:
-            results["fid_lenet"]["protocol"].update(small_n_note(len(samples)))
     inception = [m for m in metrics if m in INCEPTION_METRICS]
-    if not inception:
-        return results
+    if inception:
+        results.update(_inception_metrics(samples, reference, inception, weights_path))
+    for name in KID_BESIDE:
+        if name in results:
+            results[name]["protocol"].update(small_n_note(len(samples)))
+    return results
+
+
+def _inception_metrics(
+    samples: Tensor, reference: Tensor, inception: list[str], weights_path: str | None
+) -> dict[str, dict[str, Any]]:
+    """The Inception (and VGG) metrics: FID and KID from features, IS and precision/recall through torch-fidelity."""
+    results: dict[str, dict[str, Any]] = {}
     given = weights_path or os.environ.get(WEIGHTS_ENV)
     if "isc" in inception and (given or "").endswith(CONVERTED_NAME):
         raise ValueError(_NO_HEAD)

@@ -4,7 +4,7 @@ KID through the cached features of a fixed subset of it.
 
 FID's plug-in estimate is biased upwards at small n (Chong & Forsyth, "Effectively Unbiased FID and
 Inception Score and where to find them", CVPR 2020), so below ``SMALL_N`` samples KID, whose estimate
-is unbiased, is reported beside it and the FID's protocol says so.
+is unbiased, is reported beside it and the FID's protocol says so (``zoo.metrics.fidelity``).
 """
 
 from __future__ import annotations
@@ -61,9 +61,7 @@ def inception_fid_kid(
     progress: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """``fid`` and/or ``kid`` of ``samples`` against ``reference`` (float images in [0, 1]) with ``extractor``
-    (holding ``weights``); ``kid`` is added to ``fid`` when there are fewer than ``SMALL_N`` samples."""
-    if "fid" in metrics and len(samples) < SMALL_N:
-        metrics = tuple(dict.fromkeys((*metrics, "kid")))
+    (holding ``weights``)."""
     sample_features = inception_features(samples, extractor, progress)
     protocol = {
         "feature_extractor": EXTRACTOR,
@@ -86,7 +84,7 @@ def inception_fid_kid(
         fid = fid_statistics_to_metric(_as_fidelity(own), _as_fidelity(statistics), verbose=False)
         results["fid"] = {
             "value": float(fid["frechet_inception_distance"]),
-            "protocol": {**protocol, "reference_sha256": statistics.pixels_sha256, **small_n_note(len(samples))},
+            "protocol": {**protocol, "reference_sha256": statistics.pixels_sha256},
         }
     if "kid" in metrics:
         kid_reference = _kid_reference_features(reference, extractor, weights, extracted.get("all"))
