@@ -7,7 +7,7 @@ SHARED_DATA := $(abspath ../shared/data)
 # Offline build machines keep MNIST beside the project; elsewhere torchvision downloads it.
 export DPZOO_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/MNIST/raw),$(SHARED_DATA),)
 
-.PHONY: demo test test-slow benchmark
+.PHONY: demo test test-slow benchmark docs
 
 $(BIN)/.installed: pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,13 @@ demo: $(BIN)/.installed
 	$(BIN)/dpzoo sample dp-lflow-mnist-eps1 --n 100 --out demo/samples.png
 
 test: $(BIN)/.installed
-	$(BIN)/ruff check zoo lightning_modules tests benchmarks
+	$(BIN)/ruff check zoo lightning_modules tests benchmarks experiments
+	$(BIN)/mkdocs build --strict --site-dir build/site
 	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 -m heavy
+
+docs: $(BIN)/.installed
+	$(BIN)/mkdocs serve
 
 test-slow: $(BIN)/.installed
 	$(BIN)/python -m pytest -m slow

@@ -21,10 +21,10 @@ import yaml
 
 from zoo.data import ImageFolderDataModule
 from zoo.data.settings import CACHE_DIR_ENV, DATA_DIR_ENV
+from zoo.methods import method_class
 from zoo.privacy import DPBudget
-from zoo.registry import method_class
 from zoo.shapes import model_for_data
-from zoo.stages import train
+from zoo.training import train
 
 RECIPE = Path(__file__).resolve().parents[1] / "configs" / "dp_merf_mnist_eps1.yaml"
 

@@ -36,12 +36,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
-from lightning_modules.helper_parts import HelperParts
 from lightning_modules.nets.cvae import ConditionalDecoder, ConditionalEncoder, negative_elbo
+from lightning_modules.parts.helper_parts import HelperParts
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method, toy_images
 from zoo.privacy import PrivacyBarrier, PrivateHelpers
 from zoo.privacy.mechanisms.helper_query_dp_sgd import paper_theorem_epsilon
-from zoo.registry import register_method
 from zoo.stages import PrivateSteps, Stage
 
 PRETRAINING = "pretrain each encoder on its part"
@@ -62,7 +62,7 @@ class _ConditionalVAE(DPGenerativeModel):
     ) -> None:
         super().__init__()
         if len(image_shape) != 3:
-            raise ValueError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
+            raise UserError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
         self.num_classes = num_classes
         self.decoder = ConditionalDecoder(image_shape, list(reversed(channels)), latent_dim, num_classes)
 
@@ -109,9 +109,9 @@ class DP2VAE(HelperParts, _ConditionalVAE):
         clip, also used for the encoders' non-private updates in stage 2."""
         super().__init__(num_classes, image_shape, channels, latent_dim)
         if min(encoders, batch_size, pretrain_steps) < 1:
-            raise ValueError("encoders, batch_size and pretrain_steps must be positive integers")
+            raise UserError("encoders, batch_size and pretrain_steps must be positive integers")
         if pretrain_clip <= 0:
-            raise ValueError(f"pretrain_clip must be positive, got {pretrain_clip}")
+            raise UserError(f"pretrain_clip must be positive, got {pretrain_clip}")
         self.save_hyperparameters()
         self.automatic_optimization = False
         self.init_helper_parts(encoders)

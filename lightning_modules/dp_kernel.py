@@ -22,13 +22,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe
-from lightning_modules.central_images import CentralImagesWarmStart
 from lightning_modules.nets.generators import build_generator, generate_conditional, generated_embedding
 from lightning_modules.nets.random_features import fourier_features, mixture_frequencies
+from lightning_modules.parts.central_images import CentralImagesWarmStart
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import PrivacyBarrier, PrivacyConfigError
 from zoo.privacy.mechanisms import NoisedEmbedding
-from zoo.registry import register_method
 from zoo.stages import PrivateSteps, Stage
 
 
@@ -65,15 +65,15 @@ class DPKernel(CentralImagesWarmStart, DPGenerativeModel):
         of ``generator_width``) or ``"conv"`` (DP-MERF's, shaped by ``hidden``, ``channels``, ``kernel_size``,
         ``batch_norm``); ``generated_per_step`` samples per step, Adam at ``learning_rate`` and ``betas``. The
         private batch size is the datamodule's sample rate times N. ``warm_start``: release central images
-        first and fit the generator to them (``lightning_modules.central_images.WarmStart``; None: start from
+        first and fit the generator to them (``lightning_modules.parts.central_images.WarmStart``; None: start from
         scratch)."""
         super().__init__()
         if features < 2 or features % 2:
-            raise ValueError(f"features must be an even number >= 2, got {features}")
+            raise UserError(f"features must be an even number >= 2, got {features}")
         if not kernel_widths or min(kernel_widths) <= 0:
-            raise ValueError(f"kernel_widths must be positive numbers, got {kernel_widths}")
+            raise UserError(f"kernel_widths must be positive numbers, got {kernel_widths}")
         if generated_per_step < 1:
-            raise ValueError(f"generated_per_step must be a positive integer, got {generated_per_step}")
+            raise UserError(f"generated_per_step must be a positive integer, got {generated_per_step}")
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.generator = build_generator(

@@ -2,7 +2,7 @@
 trained jointly with DP-SGD (barrier B4: every parameter is private and may be released).
 
 Loss per example = ‖x − D(E(x))‖² · T² − log q(E(x)) (paper eq. 5). With ``warm_start``, the plan
-first releases the central images of its data (``lightning_modules.central_images``) and fits the
+first releases the central images of its data (``lightning_modules.parts.central_images``) and fits the
 autoencoder and flow to them by the same loss (post-processing) before DP-SGD.
 """
 
@@ -14,12 +14,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe
-from lightning_modules.central_images import CentralImagesWarmStart
 from lightning_modules.nets import ConvDecoder, ConvEncoder, RealNVP
-from lightning_modules.postprocess import SmoothSharpen
+from lightning_modules.parts.central_images import CentralImagesWarmStart
+from lightning_modules.parts.postprocess import SmoothSharpen
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import PrivacyBarrier
-from zoo.registry import register_method
 from zoo.stages import PrivateSteps, Stage
 
 

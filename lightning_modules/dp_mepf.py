@@ -27,13 +27,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe
-from lightning_modules.mean_embedding import MeanEmbeddingGenerator
 from lightning_modules.nets.generators import build_generator
 from lightning_modules.nets.perceptual_features import PerceptualFeatures
+from lightning_modules.parts.mean_embedding import MeanEmbeddingGenerator
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import DPBudget, PrivacyBarrier, PrivacyLedger
 from zoo.privacy.ledger import PublicDataUse
-from zoo.registry import register_method
 from zoo.stages import PublicStatistic, PublicSteps, Release, Stage
 
 

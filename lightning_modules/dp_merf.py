@@ -23,13 +23,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe
-from lightning_modules.central_images import CentralImagesWarmStart
-from lightning_modules.mean_embedding import MeanEmbeddingGenerator
 from lightning_modules.nets.generators import build_generator
 from lightning_modules.nets.random_features import RandomFourierFeatures
+from lightning_modules.parts.central_images import CentralImagesWarmStart
+from lightning_modules.parts.mean_embedding import MeanEmbeddingGenerator
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import DPBudget, PrivacyBarrier
-from zoo.registry import register_method
 from zoo.stages import PublicStatistic, PublicSteps, Release, Stage
 
 
@@ -67,7 +66,7 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         ``batch_norm`` shape it); ``"dcgan"`` or ``"resnet"`` take GS-WGAN's conditional generators of
         width ``generator_width`` instead (``lightning_modules.nets.dcgan``), for larger colour images.
         ``warm_start``: release central images first and fit the generator to them before the embedding
-        (``lightning_modules.central_images.WarmStart``; None: start from scratch)."""
+        (``lightning_modules.parts.central_images.WarmStart``; None: start from scratch)."""
         super().__init__()
         self.save_hyperparameters()
         self.num_classes = num_classes
@@ -86,7 +85,7 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         ]
 
     def public_stages(self, public: Any) -> list[Stage]:
-        """Pretraining on data the user declared public (``zoo.stages.pretrain_public``): the generator fitted
+        """Pretraining on data the user declared public (``zoo.training.pretrain_public``): the generator fitted
         to the public data's exact embedding. A private plan then releases the private embedding and refits
         the generator from these weights."""
         return [

@@ -16,11 +16,11 @@ import torch
 from PIL import Image
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe
 from lightning_modules.nets.maf import MAF
 from zoo.data.standardisation import Standardisation, private_standardisation
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import DPBudget, PrivacyBarrier
-from zoo.registry import register_method
 from zoo.stages import PrivateSteps, Release, Stage
 
 
@@ -57,14 +57,14 @@ class DPNF(DPGenerativeModel):
         and 1); ``standardisation`` says where it came from."""
         super().__init__()
         if isinstance(features, bool) or not isinstance(features, int) or features < 1:
-            raise ValueError(f"features must be a positive integer, got {features!r}")
+            raise UserError(f"features must be a positive integer, got {features!r}")
         if actnorm_init not in ("identity", "private"):
-            raise ValueError(f"actnorm_init must be 'identity' or 'private', got {actnorm_init!r}")
+            raise UserError(f"actnorm_init must be 'identity' or 'private', got {actnorm_init!r}")
         self.save_hyperparameters()
         mean = torch.zeros(features) if feature_mean is None else torch.as_tensor(feature_mean, dtype=torch.float32)
         std = torch.ones(features) if feature_std is None else torch.as_tensor(feature_std, dtype=torch.float32)
         if mean.shape != (features,) or std.shape != (features,) or not bool((std > 0).all()):
-            raise ValueError(f"feature_mean and feature_std need {features} values each, std > 0")
+            raise UserError(f"feature_mean and feature_std need {features} values each, std > 0")
         self.register_buffer("feature_mean", mean)
         self.register_buffer("feature_std", std)
         self.flow = MAF(features, blocks, hidden, actnorm, prior_components)
@@ -76,13 +76,13 @@ class DPNF(DPGenerativeModel):
         if self.hparams.feature_mean is None:
             if hasattr(datamodule, "standardisation"):
                 if datamodule.features != self.hparams.features:
-                    raise ValueError(f"the model has {self.hparams.features} features, the table {datamodule.features}")
+                    raise UserError(f"the model has {self.hparams.features} features, the table {datamodule.features}")
                 releases.append(Release("standardisation", self._adopt_standardisation))
             if self.hparams.actnorm_init == "private":
                 if not hasattr(datamodule, "train_rows"):
-                    raise ValueError("actnorm_init='private' releases statistics of a zoo.data.TableDataModule's rows")
+                    raise UserError("actnorm_init='private' releases statistics of a zoo.data.TableDataModule's rows")
                 if not self.hparams.actnorm:
-                    raise ValueError("actnorm_init='private' needs actnorm=True")
+                    raise UserError("actnorm_init='private' needs actnorm=True")
                 releases.append(Release("ActNorm initialisation", self._initialise_actnorms_privately))
         return [*releases, PrivateSteps("DP-SGD on the flow")]
 
@@ -142,9 +142,9 @@ class DPNF(DPGenerativeModel):
         features = self.hparams.features
         if not isinstance(x, Tensor) or x.dim() != 2 or x.shape[1] != features:
             shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-            raise ValueError(f"expected rows of {features} features, shape (n, {features}); got {shape}")
+            raise UserError(f"expected rows of {features} features, shape (n, {features}); got {shape}")
         if not bool(torch.isfinite(x).all()):
-            raise ValueError("rows contain NaN or infinite values")
+            raise UserError("rows contain NaN or infinite values")
         return x.to(self.feature_mean)
 
     def training_step(self, batch: tuple[Tensor, ...], batch_idx: int) -> Tensor:

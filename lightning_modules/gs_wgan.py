@@ -29,11 +29,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
-from lightning_modules.helper_parts import HelperParts, buffers_restored
 from lightning_modules.nets.dcgan import GENERATORS, DCGANCritic
+from lightning_modules.parts.helper_parts import HelperParts, buffers_restored
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method, toy_images
 from zoo.privacy import PrivacyBarrier, epsilon_spent
-from zoo.registry import register_method
 from zoo.stages import PrivateSteps, Stage
 
 PRETRAINING = "pretrain each critic on its part"
@@ -79,11 +79,11 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         (``lightning_modules.nets.dcgan``)."""
         super().__init__()
         if len(image_shape) != 3:
-            raise ValueError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
+            raise UserError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
         if min(critics, batch_size, critic_steps, pretrain_steps) < 1:
-            raise ValueError("critics, batch_size, critic_steps and pretrain_steps must be positive integers")
+            raise UserError("critics, batch_size, critic_steps and pretrain_steps must be positive integers")
         if generator not in GENERATORS:
-            raise ValueError(f"generator must be one of {sorted(GENERATORS)}, got {generator!r}")
+            raise UserError(f"generator must be one of {sorted(GENERATORS)}, got {generator!r}")
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.automatic_optimization = False

@@ -26,12 +26,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
-from lightning_modules.langevin import LangevinSampler, ScoreTraining, geometric_sigmas, train_score_model
 from lightning_modules.nets.score import NoisyClassifier, ScoreUNet
-from lightning_modules.released_sets import balanced_labels, images_of_classes
+from lightning_modules.parts.langevin import LangevinSampler, ScoreTraining, geometric_sigmas, train_score_model
+from lightning_modules.parts.released_sets import balanced_labels, images_of_classes
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method, toy_images
 from zoo.privacy import PACBudget, PrivacyBarrier
-from zoo.registry import register_method
 from zoo.stages import PACRelease, Stage
 
 #: per-pixel noise std above which a card says plainly that the release is noise: each image then
@@ -79,14 +79,14 @@ class P3DM(DPGenerativeModel):
         ``configs/p3dm_mnist_paper.yaml``."""
         super().__init__()
         if len(image_shape) != 3:
-            raise ValueError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
+            raise UserError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
         counts = (num_classes, images_per_class, width, classifier_width, noise_levels, batch_size, steps_per_level)
         if min(counts) < 1 or min(train_steps, classifier_steps) < 0:
-            raise ValueError("class, image, width, level, batch and Langevin step counts must be positive")
+            raise UserError("class, image, width, level, batch and Langevin step counts must be positive")
         if not 0 < sigma_min < sigma_max:
-            raise ValueError(f"need 0 < sigma_min < sigma_max, got {sigma_min} and {sigma_max}")
+            raise UserError(f"need 0 < sigma_min < sigma_max, got {sigma_min} and {sigma_max}")
         if min(learning_rate, step_size) <= 0 or guidance_scale < 0 or rr_epsilon < 0:
-            raise ValueError("learning_rate and step_size must be positive, guidance_scale and rr_epsilon ≥ 0")
+            raise UserError("learning_rate and step_size must be positive, guidance_scale and rr_epsilon ≥ 0")
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.released_set = NoisedSet(image_shape, num_classes, images_per_class)

@@ -12,9 +12,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel, TinyRecipe, method_class, register_method
 from zoo.privacy import PrivacyBarrier, PrivacyConfigError, PrivacyLedger
-from zoo.registry import method_class, register_method
 
 
 @register_method
@@ -26,7 +26,7 @@ class PerClassModel(DPGenerativeModel):
     def __init__(self, base_method: str, base_architecture: dict[str, Any], num_classes: int) -> None:
         super().__init__()
         if num_classes < 2:
-            raise ValueError(f"a per-class model needs at least 2 classes, got {num_classes}")
+            raise UserError(f"a per-class model needs at least 2 classes, got {num_classes}")
         self.save_hyperparameters()
         base = method_class(base_method)
         self.parts = nn.ModuleList(base(**base_architecture) for _ in range(num_classes))

@@ -27,13 +27,13 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from lightning_modules.base import DPGenerativeModel, TinyRecipe, toy_images
 from lightning_modules.nets.convnet import ConvNet
 from lightning_modules.nets.dcgan import DCGANGenerator
 from lightning_modules.nets.gradient_matching import layerwise_gradient_distance
-from lightning_modules.released_sets import balanced_labels, images_of_classes
+from lightning_modules.parts.released_sets import balanced_labels, images_of_classes
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel, TinyRecipe, register_method, toy_images
 from zoo.privacy import PrivacyBarrier
-from zoo.registry import register_method
 
 
 class SanitisedGradients(torch.optim.Optimizer):
@@ -117,11 +117,11 @@ class PrivateSet(DPGenerativeModel):
         0.01 for the prior."""
         super().__init__()
         if len(image_shape) != 3:
-            raise ValueError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
+            raise UserError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
         if min(num_classes, images_per_class, width, depth, outer_loop, batch_loop, inner_loop) < 1:
-            raise ValueError("num_classes, images_per_class, width, depth and the loop counts must be positive")
+            raise UserError("num_classes, images_per_class, width, depth and the loop counts must be positive")
         if min(classifier_lr, set_lr, generator_lr) <= 0:
-            raise ValueError("learning rates must be positive")
+            raise UserError("learning rates must be positive")
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.automatic_optimization = False

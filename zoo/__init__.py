@@ -19,13 +19,13 @@ _API = {
     "audit": ("zoo.metrics", "membership_audit"),
     "evaluate": ("zoo.metrics", "evaluate"),
     "finetune": ("zoo.finetuning", "finetune"),
-    "from_pretrained": ("zoo.hub", "from_pretrained"),
-    "list_models": ("zoo.loading", "list_models"),
-    "load": ("zoo.loading", "load"),
-    "pretrain_public": ("zoo.stages", "pretrain_public"),
-    "push_to_hub": ("zoo.hub", "push_to_hub"),
-    "save_pretrained": ("zoo.hub", "save_pretrained"),
-    "train": ("zoo.stages", "train"),
+    "from_pretrained": ("zoo.release.hub", "from_pretrained"),
+    "list_models": ("zoo.release.loading", "list_models"),
+    "load": ("zoo.release.loading", "load"),
+    "pretrain_public": ("zoo.training", "pretrain_public"),
+    "push_to_hub": ("zoo.release.hub", "push_to_hub"),
+    "save_pretrained": ("zoo.release.hub", "save_pretrained"),
+    "train": ("zoo.training", "train"),
 }
 __all__ = sorted(_API)
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.hub import released_state_dict
+from zoo.methods import DPGenerativeModel
 from zoo.privacy import PrivacyLedger
+from zoo.privacy.barriers import check_finetunable
+from zoo.release.hub import released_state_dict
 from zoo.shapes import DataShapeError, check_model_fits_data
 
 
@@ -30,8 +32,10 @@ class Reinitialised:
         )
 
 
-def check_base_fits_images(base: Any, data: Any, name: str) -> None:
-    """A base for images of another shape is refused before any work (its class count may differ)."""
+def check_base(base: DPGenerativeModel, data: Any, name: str) -> None:
+    """What starting from a base checks before any work: its method can be fine-tuned, and it was built for the
+    data's image shape (its class count may differ)."""
+    check_finetunable(base)
     check_model_fits_data(
         base,
         data,
@@ -42,7 +46,19 @@ def check_base_fits_images(base: Any, data: Any, name: str) -> None:
     )
 
 
-def load_base(model: Any, base: Any, name: str) -> Reinitialised | None:
+def start_from(model: DPGenerativeModel, base: DPGenerativeModel, name: str) -> Reinitialised | None:
+    """``model`` (``base`` itself, or the base's method built for the data) takes the base's released weights
+    and ledger, so that training adds the new data's entries to it; the layers re-initialised are printed."""
+    if base.method != model.method:
+        raise DataShapeError(f"cannot start from {name}: it is a {base.method} model, not {model.method}")
+    reinitialised = None if model is base else load_base(model, base, name)
+    model.privacy_ledger = base.privacy_ledger
+    if reinitialised:
+        print(reinitialised.sentence())
+    return reinitialised
+
+
+def load_base(model: DPGenerativeModel, base: DPGenerativeModel, name: str) -> Reinitialised | None:
     """Load ``base``'s released weights into ``model`` (same method, built for the data): all of them when the
     class counts agree, all but the class-dependent layers (left as ``model`` initialised them) when not."""
     base_state, state = released_state_dict(base), released_state_dict(model)
@@ -58,7 +74,9 @@ def load_base(model: Any, base: Any, name: str) -> Reinitialised | None:
     merged = {key: state[key] if key.rpartition(".")[0] in layers else base_state[key] for key in state}
     for module in model.released_modules:
         prefix = f"{module}."
-        getattr(model, module).load_state_dict({k[len(prefix) :]: v for k, v in merged.items() if k.startswith(prefix)})
+        model.get_submodule(module).load_state_dict(
+            {k[len(prefix) :]: v for k, v in merged.items() if k.startswith(prefix)}
+        )
     return Reinitialised(name, layers, base.num_classes, model.num_classes) if layers else None
 
 
@@ -68,7 +86,7 @@ def note_in_ledger(ledger: PrivacyLedger, since: int, reinitialised: Reinitialis
         entry.note = "; ".join(filter(None, [entry.note, reinitialised.sentence()]))
 
 
-def _class_dependent(base: Any, classes: int) -> set[str]:
+def _class_dependent(base: DPGenerativeModel, classes: int) -> set[str]:
     """The released tensors of ``base`` whose shape changes with its class count."""
     try:
         probe = type(base)(**base.with_data_arguments({"num_classes": classes}))
@@ -78,7 +96,7 @@ def _class_dependent(base: Any, classes: int) -> set[str]:
     return {key for key in base_state.keys() & probe_state.keys() if base_state[key].shape != probe_state[key].shape}
 
 
-def _differences(base: Any, model: Any) -> str:
+def _differences(base: DPGenerativeModel, model: DPGenerativeModel) -> str:
     ours, theirs = model.architecture(), base.architecture()
     return ", ".join(
         f"{key}: {theirs.get(key)!r} in the base, {ours.get(key)!r} here"

@@ -9,20 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zoo.errors import TargetExistsError, UserError
+
 if TYPE_CHECKING:
     import torch
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 ROW_SUFFIXES = (".csv", ".npy", ".png")
-
-
-def _user_errors() -> tuple[type[Exception], ...]:
-    """Errors that mean bad input, answered with their message instead of a traceback (the privacy,
-    data and shape errors are ValueErrors or FileNotFoundErrors; these imports stay light)."""
-    from zoo.layout import CheckpointError
-    from zoo.registry import UnknownModelError
-
-    return (CheckpointError, UnknownModelError, ValueError, FileNotFoundError, FileExistsError)
 
 
 #: `dpzoo list`'s FID column: the metric of each feature extractor, and its name there
@@ -36,7 +29,7 @@ LIST_LEGEND = (
 
 def _list(args: argparse.Namespace) -> int:
     """Reads the guarantee each config.json states (no accountant runs, no torch is imported) unless --verify."""
-    from zoo.loading import list_models
+    from zoo.release.loading import list_models
 
     models = list_models(verify=args.verify)
     if not models:
@@ -82,7 +75,7 @@ def _report_verification(models: list[dict]) -> int:
 def _refuse_existing(path: Path, option: str, overwrite: bool) -> None:
     """Before any work: a file the command would write is never replaced unless ``--overwrite`` says so."""
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{option} {path} exists: pass --overwrite to replace it, or choose another path")
+        raise TargetExistsError(f"{option} {path} exists: pass --overwrite to replace it, or choose another path")
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -96,12 +89,12 @@ def _train(args: argparse.Namespace) -> int:
 def _sample(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in {*IMAGE_SUFFIXES, *ROW_SUFFIXES}:
-        raise ValueError(
+        raise UserError(
             f"--out must end in {', '.join(IMAGE_SUFFIXES)} (a picture) or, for table models, "
             f"{', '.join(ROW_SUFFIXES)} (rows); got {out.suffix or 'no suffix'!r}"
         )
     _refuse_existing(out, "--out", args.overwrite)
-    from zoo.loading import load
+    from zoo.release.loading import load
 
     model = load(args.model)
     labels = [int(v) for v in args.labels.split(",")] if args.labels else None
@@ -124,7 +117,7 @@ def _sample(args: argparse.Namespace) -> int:
 
 def _write_images(images: torch.Tensor, out: Path, columns: int) -> None:
     if out.suffix.lower() not in IMAGE_SUFFIXES:
-        raise ValueError(f"images are written as {', '.join(IMAGE_SUFFIXES)}, not {out.suffix!r}")
+        raise UserError(f"images are written as {', '.join(IMAGE_SUFFIXES)}, not {out.suffix!r}")
     from torchvision.utils import save_image
 
     save_image(images, out, nrow=columns, padding=2, pad_value=1.0)
@@ -146,18 +139,18 @@ def _write_rows(rows: torch.Tensor, out: Path) -> None:
         picture = scatter_panel(rows, plot_bounds(rows)) if rows.shape[1] == 2 else feature_histograms(rows)
         picture.save(out)
     else:
-        raise ValueError(f"table rows are written as {', '.join(ROW_SUFFIXES)}, not {out.suffix!r}")
+        raise UserError(f"table rows are written as {', '.join(ROW_SUFFIXES)}, not {out.suffix!r}")
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     import json
     import shlex
 
-    from zoo.cards import evaluator_of
-    from zoo.loading import resolve
     from zoo.metrics import evaluate, record_evaluation
     from zoo.metrics.publication import check_publishable, check_reference_publishable
     from zoo.metrics.reference import TRAIN, training_split_reason
+    from zoo.release.evaluation_results import evaluator_of
+    from zoo.release.loading import resolve
 
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
     if args.json:
@@ -218,8 +211,9 @@ def _without_local_report(argv: list[str]) -> list[str]:
 
 
 def _card(args: argparse.Namespace) -> int:
-    from zoo.cards import model_card
-    from zoo.layout import CARD_NAME, default_load_name, load_config
+    from zoo.release.cards import model_card
+    from zoo.release.layout import CARD_NAME, load_config
+    from zoo.release.registry import default_load_name
 
     folder = Path(args.folder)
     config = load_config(folder)
@@ -229,8 +223,8 @@ def _card(args: argparse.Namespace) -> int:
 
 
 def _model_cards(args: argparse.Namespace) -> int:
-    from zoo.cards import model_cards_index
-    from zoo.registry import checkpoints_dir
+    from zoo.release.index import model_cards_index
+    from zoo.release.registry import checkpoints_dir
 
     target = checkpoints_dir().parent / "MODEL_CARDS.md"
     content = model_cards_index(checkpoints_dir())
@@ -246,8 +240,8 @@ def _model_cards(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from zoo.hub import push_folder
-    from zoo.loading import resolve
+    from zoo.release.hub import push_folder
+    from zoo.release.loading import resolve
 
     print(push_folder(resolve(args.model), args.repo, token=args.token, private=args.private))
     return 0
@@ -396,9 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(list_metrics=command == "evaluate" and ("-h" in argv or "--help" in argv)).parse_args(argv)
         args.argv = argv
         return args.run(args)
-    except Exception as error:
-        if not isinstance(error, _user_errors()):
-            raise
+    except UserError as error:
         print(f"dpzoo {command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -22,9 +22,13 @@ import lightning_utilities.core.rank_zero as lightning_messages
 import numpy as np
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning import LightningDataModule
 
 from zoo.data.tensors import TensorDataModule
-from zoo.stages import HelperSteps, PrivateSteps, PublicSteps, train
+from zoo.methods import DPGenerativeModel
+from zoo.privacy import Budget
+from zoo.stages import HelperSteps, PrivateSteps, PublicSteps
+from zoo.training import train
 
 #: steps timed per stage (the first is not counted: it warms up)
 MEASURED_STEPS = 5
@@ -74,7 +78,9 @@ class _StepTimes(pl.Callback):
         self.fits[-1]["end"] = time.perf_counter()
 
 
-def estimate_time(model: Any, datamodule: Any, budget: Any, trainer_options: dict[str, Any]) -> Estimate | None:
+def estimate_time(
+    model: DPGenerativeModel, datamodule: LightningDataModule, budget: Budget, trainer_options: dict[str, Any]
+) -> Estimate | None:
     """The plan's time on ``datamodule`` (with its ``train_set``, ``sample_rate``, ``image_shape`` and
     ``num_classes``) under ``budget``; None when the plan's length is not set in steps."""
     datamodule.setup("fit")
@@ -107,7 +113,9 @@ def estimate_time(model: Any, datamodule: Any, budget: Any, trainer_options: dic
     return Estimate(seconds, 1 / per_step[longest], planned[longest], stand_in)
 
 
-def _planned_steps(model: Any, datamodule: Any, max_steps: int | None) -> list[int] | None:
+def _planned_steps(
+    model: DPGenerativeModel, datamodule: LightningDataModule, max_steps: int | None
+) -> list[int] | None:
     """Steps of each step stage of the plan, in the order the plan runs them."""
     stages = [stage for part, data in model.training_parts(datamodule) for stage in part.stages(data)]
     steps = [s.max_steps or max_steps for s in stages if isinstance(s, (PrivateSteps, PublicSteps, HelperSteps))]

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytorch_lightning as pl
 
-from zoo.base_weights import check_base_fits_images, load_base, note_in_ledger
-from zoo.loading import load
+from zoo.base_weights import check_base, note_in_ledger, start_from
+from zoo.methods import DPGenerativeModel
 from zoo.privacy import DPBudget
-from zoo.privacy.barriers import check_finetunable
+from zoo.release.loading import load
 from zoo.shapes import model_for_data
-from zoo.stages import train
+from zoo.training import train
 
 
 def finetune(
-    model_or_id: Any,
+    model_or_id: DPGenerativeModel | str | Path,
     datamodule: pl.LightningDataModule,
     target_epsilon: float,
     delta: float = 1e-5,
@@ -24,7 +24,7 @@ def finetune(
     max_grad_norm: float | None = None,
     accountant: str = "prv",
     **trainer_kwargs: Any,
-) -> Any:
+) -> DPGenerativeModel:
     """Train the model further under a fresh DPBudget on ``datamodule``'s private data.
 
     The model's ledger gains an entry for the new dataset; the guarantee for the data it
@@ -44,13 +44,9 @@ def finetune(
     """
     base = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
     name = str(model_or_id) if isinstance(model_or_id, (str, Path)) else f"the given {base.method} model"
-    check_finetunable(base)
-    check_base_fits_images(base, datamodule, name)
+    check_base(base, datamodule, name)
     model = model_for_data(base, datamodule)
-    reinitialised = None if model is base else load_base(model, base, name)
-    model.privacy_ledger = base.privacy_ledger
-    if reinitialised:
-        print(reinitialised.sentence())
+    reinitialised = start_from(model, base, name)
     since = len(model.privacy_ledger.entries)
     if max_grad_norm is None:  # a base pretrained on public data only has no entry: C = 1 (releases ignore it)
         entries = model.privacy_ledger.entries

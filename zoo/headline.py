@@ -1,5 +1,5 @@
 """What ``dpzoo list`` shows of a model: the headline its config.json stores under ``HEADLINE_KEY`` (method,
-data, guarantee numbers), computed from the ledger when the model is saved (``zoo.cards.headline``), so that
+data, guarantee numbers), computed from the ledger when the model is saved (``zoo.release.cards.headline``), so that
 listing imports neither torch nor an accountant. ``zoo.load`` and ``dpzoo list --verify`` recompute it.
 
 Only numbers are stored of the guarantee; its words come from ``stated_guarantee``, so that the words shown

@@ -10,20 +10,25 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-DATA_ARGUMENTS = ("image_shape", "num_classes")
+from pytorch_lightning import LightningDataModule
+
+from zoo.errors import UserError
+from zoo.methods import DATA_ARGUMENTS, DPGenerativeModel, as_data_argument
 
 
-class DataShapeError(ValueError):
+class DataShapeError(UserError):
     """The model cannot take the data as it is (the message says what would)."""
 
 
-def data_arguments_of(datamodule: Any) -> dict[str, Any]:
+def data_arguments_of(datamodule: LightningDataModule) -> dict[str, Any]:
     """What the data decides, for the arguments it declares: image shape (a tuple) and class count."""
     values = {name: getattr(datamodule, name, None) for name in DATA_ARGUMENTS}
     return {name: as_data_argument(value) for name, value in values.items() if value is not None}
 
 
-def model_for_data(model: Any, datamodule: Any, pinned: Collection[str] = ()) -> Any:
+def model_for_data(
+    model: DPGenerativeModel, datamodule: LightningDataModule, pinned: Collection[str] = ()
+) -> DPGenerativeModel:
     """``model`` rebuilt with the data's image shape and class count where they differ (the same
     model when they agree). A ``pinned`` argument (set by the user) that disagrees is refused."""
     wanted, current = data_arguments_of(datamodule), model.data_arguments()
@@ -46,7 +51,11 @@ def model_for_data(model: Any, datamodule: Any, pinned: Collection[str] = ()) ->
 
 
 def check_model_fits_data(
-    model: Any, datamodule: Any, purpose: str, what_would_work: str, arguments: Collection[str] = DATA_ARGUMENTS
+    model: DPGenerativeModel,
+    datamodule: LightningDataModule,
+    purpose: str,
+    what_would_work: str,
+    arguments: Collection[str] = DATA_ARGUMENTS,
 ) -> None:
     """Refuse, before any work, data whose image shape or class count (of ``arguments``) is not the model's."""
     wanted, current = data_arguments_of(datamodule), model.data_arguments()
@@ -58,7 +67,7 @@ def check_model_fits_data(
             )
 
 
-def _check_classes(model: Any, wanted: dict[str, Any], current: dict[str, Any]) -> None:
+def _check_classes(model: DPGenerativeModel, wanted: dict[str, Any], current: dict[str, Any]) -> None:
     if "num_classes" in current and wanted.get("num_classes", 2) < 2:
         raise DataShapeError(
             f"{model.method} is class-conditional and needs at least 2 classes; the data has one. Add class "
@@ -84,8 +93,3 @@ def _describe(arguments: dict[str, Any]) -> str:
 
 def _show(value: Any) -> str:
     return "×".join(map(str, value)) if isinstance(value, tuple) else str(value)
-
-
-def as_data_argument(value: Any) -> Any:
-    """An image shape as a tuple of ints (config.json stores a list), a class count as an int."""
-    return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else int(value)

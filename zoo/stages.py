@@ -1,8 +1,6 @@
-"""Training in stages with one ledger and one budget.
+"""The stages a method's plan is made of, and what every checkpoint of a stage carries.
 
-A method declares its stages (``DPGenerativeModel.stages``) and, when it is a composition of
-parts trained on disjoint data (one model per class), its parts (``training_parts``);
-:func:`train` runs them in order:
+A method declares its stages (``DPGenerativeModel.stages``); ``zoo.training.train`` runs them in order:
 
 - :class:`Release` (B1): a statistic of the private data released once by the Gaussian
   mechanism, through the plan's :class:`~zoo.privacy.DPBudget`, which enters it in the ledger;
@@ -12,12 +10,9 @@ parts trained on disjoint data (one model per class), its parts (``training_part
 - :class:`HelperSteps`: a fit that trains never-released helpers on the private data without
   DP (their cost is accounted when private steps query them); the released modules must not change;
 - :class:`PACRelease`: a mechanism's output released with noise calibrated by PAC privacy under a
-  :class:`~zoo.privacy.PACBudget`. A plan is either DP or PAC, never both.
-
-Public pretraining is a plan of its own (:func:`pretrain_public`, a method's ``public_stages``):
-:class:`PublicStatistic` and :class:`PublicSteps` on data the user declared public
-(:class:`~zoo.data.public.PublicData`), recorded in the ledger by name and fingerprint and charged
-no (ε, δ). A private plan then continues from the pretrained weights and composes as always.
+  :class:`~zoo.privacy.PACBudget`. A plan is either DP or PAC, never both;
+- :class:`PublicStatistic` and :class:`PublicSteps` on data the user declared public make up a public
+  pretraining plan (``zoo.training.pretrain_public``).
 
 A private or helper stage with ``through_helpers=True`` does not draw batches: the module reads
 the private data itself, each helper its own part (GS-WGAN's critics), so its steps receive their
@@ -25,13 +20,9 @@ index and ``trainer.datamodule.private`` is the datamodule (:class:`StepIndexDat
 
 σ is calibrated for the whole plan: stages with a fixed σ come first and the one calibrated
 stage (a Release with ``calibrated=True``, or PrivateSteps under a DPBudget with a target ε)
-comes last among the stages that spend budget, so it is calibrated against everything else.
-Every Lightning checkpoint of a stage records which stage it is; ``train(..., ckpt_path=...)``
-skips the stages before it and resumes that one.
-
-Under DDP every rank runs the plan. A Release stage writes what it released into buffers, which
-DDP broadcasts from rank 0 before every forward pass: only rank 0's release is ever used, saved
-and in its ledger, and the other ranks' draws never leave their process.
+comes last among the stages that spend budget, so it is calibrated against everything else
+(:func:`check_plan`). Every Lightning checkpoint of a stage records which stage it is (``STAGE_KEY``,
+:class:`PrivacyLedgerMixin`), so that a plan resumes mid-way.
 """
 
 from __future__ import annotations
@@ -44,14 +35,11 @@ from typing import Any
 
 import lightning_utilities.core.rank_zero as lightning_messages
 import pytorch_lightning as pl
-import torch
-from torch import Tensor
 from torch.utils.data import DataLoader
 
 from zoo.data.public import PublicData
-from zoo.privacy import Budget, DPBudget, DPCallback, PACBudget, PrivacyConfigError, PrivacyLedger
+from zoo.privacy import Budget, DPBudget, PACBudget, PrivacyConfigError, PrivacyLedger
 from zoo.privacy.callback import CHECKPOINT_KEY
-from zoo.privacy.ledger import PublicDataUse
 
 #: where a Lightning checkpoint records the stage it was written in
 STAGE_KEY = "dpzoo_stage"
@@ -167,93 +155,6 @@ class StepIndexData(pl.LightningDataModule):
 Stage = Release | PrivateSteps | PublicSteps | HelperSteps | PACRelease | PublicStatistic
 
 
-def train(
-    model: Any,
-    datamodule: Any,
-    budget: Budget,
-    *,
-    callbacks: Sequence[pl.Callback] = (),
-    ckpt_path: str | None = None,
-    **trainer_options: Any,
-) -> Any:
-    """Run ``model``'s stages on ``datamodule`` (each part on its own data) with one ledger and one budget.
-
-    ``budget`` (a :class:`~zoo.privacy.DPBudget`, or a :class:`~zoo.privacy.PACBudget` for a PAC-private
-    plan) spends into the model's ledger; each private stage runs under ``budget.callback()``, and afterwards
-    ``budget.ledger`` is the plan's and ``budget.epsilon_spent`` the ε on its data. ``callbacks`` and
-    ``trainer_options`` (``max_steps``, ``accelerator``, ...) build each stage's Trainer."""
-    if isinstance(budget, DPCallback):
-        raise PrivacyConfigError(
-            "train takes the plan's budget, zoo.privacy.DPBudget(...) with the same arguments: a DPCallback is "
-            "one stage's Lightning callback (train builds one per private stage from the budget)"
-        )
-    if not isinstance(budget, Budget):
-        raise PrivacyConfigError(
-            f"train needs the plan's budget as a zoo.privacy.DPBudget (or PACBudget), got {type(budget).__name__}"
-        )
-    if not isinstance(getattr(model, "privacy_ledger", None), PrivacyLedger):
-        model.privacy_ledger = PrivacyLedger()
-    parts = model.training_parts(datamodule)
-    resume = _resume_point(ckpt_path)
-    if resume is not None and len(parts) > 1:
-        raise PrivacyConfigError(
-            "resuming from a checkpoint works for models trained in one part; a model trained per class cannot "
-            "resume mid-plan yet (a checkpoint holds one part): restart its training."
-        )
-    for part_index, (part, data) in enumerate(parts):
-        part.privacy_ledger = model.privacy_ledger  # one ledger: every part's entries land in the model's
-        budget.bind(
-            model.privacy_ledger,
-            getattr(data, "dataset_id", None),
-            getattr(data, "partition_of", None),
-            getattr(data, "records_identity", None),
-        )
-        stages = part.stages(data)
-        check_plan(stages, budget)
-        for index, stage in enumerate(stages):
-            if resume is not None and index < resume:
-                continue
-            part.training_stage = {"part": part_index, "stage": index, "name": stage.name}
-            resume_here = ckpt_path if resume == index else None
-            _run(stage, part, data, budget, list(callbacks), trainer_options, resume_here)
-        part.training_stage = None
-    return model
-
-
-def pretrain_public(
-    model: Any, public: PublicData, *, callbacks: Sequence[pl.Callback] = (), **trainer_options: Any
-) -> Any:
-    """Run ``model.public_stages(public)`` without noise on data the user declared public, and record the
-    data in the model's ledger (no (ε, δ) charged); refused when its records may be ones the ledger protects.
-    A later ``train`` or ``zoo.finetune`` on private data continues from the pretrained weights with its own
-    budget."""
-    if not isinstance(public, PublicData):
-        raise PrivacyConfigError(
-            "pretrain_public reads only data declared public: wrap it as zoo.data.PublicData(data, source='why it "
-            f"is public'), got {type(public).__name__}"
-        )
-    stages = model.public_stages(public)
-    private = [s.name for s in stages if not isinstance(s, (PublicStatistic, PublicSteps))]
-    if private:
-        raise PrivacyConfigError(f"public pretraining may only run public stages; {private} are private")
-    if not isinstance(getattr(model, "privacy_ledger", None), PrivacyLedger):
-        model.privacy_ledger = PrivacyLedger()
-    model.privacy_ledger.check_public_use(public.dataset_id, public.records_identity)
-    public.setup("fit")
-    for index, stage in enumerate(stages):
-        model.training_stage = {"part": 0, "stage": index, "name": stage.name}
-        if isinstance(stage, PublicStatistic):
-            stage.run(public)
-        else:
-            _run(stage, model, public, None, list(callbacks), trainer_options, None)
-    model.training_stage = None
-    stage_names = "; ".join(stage.name for stage in stages)
-    model.privacy_ledger.public_data.append(
-        PublicDataUse(public.dataset_id, len(public.train_set), public.source, stage_names, public.records_identity)
-    )
-    return model
-
-
 def check_plan(stages: Sequence[Stage], budget: Budget) -> None:
     """A PAC budget runs PAC releases only and a DP budget never runs one; at most one calibrated
     stage, and no stage after it spends budget: it is calibrated against everything else the plan spends.
@@ -293,15 +194,6 @@ def _calibrated(stage: Stage, budget: DPBudget) -> bool:
     return isinstance(stage, PrivateSteps) and budget.target_epsilon is not None
 
 
-def _resume_point(ckpt_path: str | None) -> int | None:
-    if ckpt_path is None:
-        return None
-    stage = torch.load(ckpt_path, map_location="cpu", weights_only=False).get(STAGE_KEY)
-    if stage is None:
-        raise PrivacyConfigError(f"{ckpt_path} was not written during a stage of zoo.stages.train; cannot resume it")
-    return int(stage["stage"])
-
-
 class _NoTips(logging.Filter):
     """Lightning's "💡 Tip:" advertisements (litlogger, litmodels), which every Trainer of a plan would print."""
 
@@ -318,56 +210,3 @@ def without_lightning_tips() -> Iterator[None]:
         yield
     finally:
         lightning_messages.log.removeFilter(tips)
-
-
-@without_lightning_tips()  # a fresh context per call (contextlib's context managers decorate)
-def _run(
-    stage: Stage,
-    model: Any,
-    datamodule: Any,
-    budget: Budget | None,
-    callbacks: list[pl.Callback],
-    options: dict[str, Any],
-    ckpt_path: str | None,
-) -> None:
-    if isinstance(stage, (Release, PACRelease)):
-        stage.run(datamodule, budget)
-        return
-    if stage.max_steps is not None:
-        options = {**options, "max_steps": stage.max_steps}
-    if isinstance(stage, PublicSteps):
-        loader = DataLoader(range(_planned_steps(stage, options)), batch_size=None)
-        pl.Trainer(callbacks=callbacks, **options).fit(model, train_dataloaders=loader, ckpt_path=ckpt_path)
-        return
-    if stage.through_helpers:
-        datamodule = StepIndexData(datamodule, _planned_steps(stage, options))
-    if isinstance(stage, PrivateSteps):
-        pl.Trainer(callbacks=[*callbacks, budget.callback()], **options).fit(model, datamodule, ckpt_path=ckpt_path)
-    else:
-        released = _released_state(model)
-        pl.Trainer(callbacks=callbacks, **options).fit(model, datamodule, ckpt_path=ckpt_path)
-        _check_unchanged(released, _released_state(model), stage.name)
-
-
-def _planned_steps(stage: Stage, options: dict[str, Any]) -> int:
-    steps = options.get("max_steps", -1)
-    if steps is None or steps < 1:
-        raise PrivacyConfigError(f"stage {stage.name!r} serves step indices and needs max_steps")
-    return int(steps)
-
-
-def _released_state(model: Any) -> dict[str, Tensor]:
-    return {
-        f"{name}.{key}": value.detach().clone()
-        for name in model.released_modules
-        for key, value in getattr(model, name).state_dict().items()
-    }
-
-
-def _check_unchanged(before: dict[str, Tensor], after: dict[str, Tensor], stage: str) -> None:
-    changed = [key for key, value in before.items() if not torch.equal(value, after[key])]
-    if changed:
-        raise PrivacyConfigError(
-            f"helper stage {stage!r} trained without DP but changed released weights {changed[:5]}: only "
-            "never-released helpers may learn from private data outside a private stage"
-        )

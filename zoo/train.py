@@ -18,6 +18,7 @@ from typing import Any
 
 # before opacus, whose import sets up the root logger: Lightning's lines then print as `dpzoo fit` prints them
 import pytorch_lightning  # noqa: F401
+from pytorch_lightning import LightningDataModule
 
 from zoo.data.conversion import check_convert, preprocessing_sentence
 from zoo.data.folder_check import (
@@ -30,12 +31,14 @@ from zoo.data.folder_check import (
     inspect_part,
 )
 from zoo.data.folders import content_digest, folder_parts, held_out_indices, subset
+from zoo.errors import UserError
 from zoo.fit import run_fit
-from zoo.hub import check_save_target
-from zoo.layout import CARD_NAME
-from zoo.loading import resolve
+from zoo.methods import DPGenerativeModel, method_class
+from zoo.privacy import Budget
 from zoo.recipes import Choice, Problem, choose_recipe
-from zoo.registry import method_class
+from zoo.release.hub import check_save_target
+from zoo.release.layout import CARD_NAME
+from zoo.release.loading import resolve
 
 #: the fraction of each class a folder without test/ keeps out of training, and the seed of its hash
 HELD_OUT = 0.1
@@ -117,16 +120,16 @@ def _check_options(
 ) -> None:
     cls = method_class(method)
     if cls.sample_kind != "images" or method == "per-class":
-        raise ValueError(f"dpzoo train trains image methods on image folders; {method} is not one")
+        raise UserError(f"dpzoo train trains image methods on image folders; {method} is not one")
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"--epsilon must be a finite number > 0, got {epsilon!r}")
+        raise UserError(f"--epsilon must be a finite number > 0, got {epsilon!r}")
     if not 0 < delta < 1:
-        raise ValueError(f"--delta must lie in (0, 1), got {delta!r}")
+        raise UserError(f"--delta must lie in (0, 1), got {delta!r}")
     for flag, value in (("--max-steps", max_steps), ("--image-size", image_size)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ValueError(f"{flag} must be a positive integer, got {value!r}")
+            raise UserError(f"{flag} must be a positive integer, got {value!r}")
     if channels not in (None, 1, 3):
-        raise ValueError(f"--channels must be 1 (grey) or 3 (RGB), got {channels!r}")
+        raise UserError(f"--channels must be 1 (grey) or 3 (RGB), got {channels!r}")
 
 
 def _summary(
@@ -176,7 +179,9 @@ def _summary(
     return "\n".join(lines)
 
 
-def _print_estimate(model: Any, datamodule: Any, budget: Any, trainer_options: dict[str, Any]) -> None:
+def _print_estimate(
+    model: DPGenerativeModel, datamodule: LightningDataModule, budget: Budget | None, trainer_options: dict[str, Any]
+) -> None:
     from zoo.estimate import estimate_time
 
     print("measuring the rate of a few steps on stand-in images…", flush=True)

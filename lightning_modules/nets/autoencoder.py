@@ -14,10 +14,12 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
+from zoo.errors import UserError
+
 
 def _latent_grid(image_size: int, levels: int) -> int:
     if image_size % (2**levels):
-        raise ValueError(f"image size {image_size} must be divisible by 2**{levels} for {levels} conv levels")
+        raise UserError(f"image size {image_size} must be divisible by 2**{levels} for {levels} conv levels")
     return image_size // 2**levels
 
 

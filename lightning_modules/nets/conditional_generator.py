@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from zoo.errors import UserError
+
 
 class ConditionalConvGenerator(nn.Module):
     def __init__(
@@ -26,7 +28,7 @@ class ConditionalConvGenerator(nn.Module):
         super().__init__()
         out_channels, height, width = image_shape
         if height % 4 or width % 4:
-            raise ValueError(f"image height and width must be divisible by 4, got {height}×{width}")
+            raise UserError(f"image height and width must be divisible by 4, got {height}×{width}")
         first, second = channels
         self.code_dim, self.num_classes = code_dim, num_classes
         self.grid = (first, height // 4, width // 4)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from zoo.errors import UserError
+
 
 class ConvNet(nn.Module):
     def __init__(
@@ -36,7 +38,7 @@ class ConvNet(nn.Module):
             ]
             sizes = [side // 2 for side in sizes]
         if min(sizes) < 1:
-            raise ValueError(
+            raise UserError(
                 f"a depth-{depth} ConvNet pools a {height}×{width_px} image to nothing; use a smaller depth"
             )
         self.features = nn.Sequential(*layers, nn.Flatten())

@@ -20,6 +20,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.parametrizations import spectral_norm
 
+from zoo.errors import UserError
+
 #: the smallest side the DCGAN generator makes (its FC grid is at least 1×1)
 DCGAN_MIN_SIDE = 21
 
@@ -31,7 +33,7 @@ def pixel_norm(x: Tensor, eps: float = 1e-8) -> Tensor:
 
 def _image_shape(image_shape: Sequence[int]) -> tuple[int, ...]:
     if len(image_shape) != 3 or min(image_shape) < 1:
-        raise ValueError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
+        raise UserError(f"image_shape must be (channels, height, width), got {tuple(image_shape)}")
     return tuple(image_shape)
 
 
@@ -43,7 +45,7 @@ class DCGANGenerator(nn.Module):
         self.image_shape = _image_shape(image_shape)
         sides = self.image_shape[1:]
         if min(sides) < DCGAN_MIN_SIDE:
-            raise ValueError(
+            raise UserError(
                 f"the DCGAN generator makes images of at least {DCGAN_MIN_SIDE}×{DCGAN_MIN_SIDE} pixels, got "
                 f"{sides[0]}×{sides[1]}: resize the data (the datamodule's image_size)"
             )

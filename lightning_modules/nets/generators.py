@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
 from lightning_modules.nets.dcgan import GENERATORS
 from lightning_modules.nets.random_features import labelled_embedding
+from zoo.errors import UserError
 
 GENERATOR_KINDS = ("conv", *GENERATORS)
 
@@ -29,7 +30,7 @@ def build_generator(
     """The conditional generator ``kind``: the official DP-MERF one shaped by ``hidden``, ``channels``,
     ``kernel_size`` and ``batch_norm``, or a DCGAN/ResNet one of ``width``."""
     if kind not in GENERATOR_KINDS:
-        raise ValueError(f"generator must be 'conv' or one of {sorted(GENERATORS)}, got {kind!r}")
+        raise UserError(f"generator must be 'conv' or one of {sorted(GENERATORS)}, got {kind!r}")
     if kind == "conv":
         return ConditionalConvGenerator(code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm)
     return GENERATORS[kind](code_dim, num_classes, width, image_shape)

@@ -14,6 +14,7 @@ from torch.nn import functional as F
 
 from lightning_modules.nets.flow import NormalizingFlow
 from lightning_modules.nets.priors import GaussianMixturePrior
+from zoo.errors import UserError
 from zoo.privacy.layers import MaskedLinear, RowwiseParameters
 
 
@@ -24,7 +25,7 @@ class MADE(nn.Module):
     def __init__(self, dim: int, hidden: int) -> None:
         super().__init__()
         if dim < 1 or hidden < 1:
-            raise ValueError(f"MADE needs dim >= 1 and hidden >= 1, got dim={dim}, hidden={hidden}")
+            raise UserError(f"MADE needs dim >= 1 and hidden >= 1, got dim={dim}, hidden={hidden}")
         inputs = torch.arange(1, dim + 1)
         # hidden units get degrees 1..dim-1 cyclically (all 0 → connected to nothing when dim = 1)
         hidden_degrees = torch.arange(hidden) % max(1, dim - 1) + 1
@@ -109,7 +110,7 @@ class MAF(NormalizingFlow):
     ) -> None:
         super().__init__()
         if blocks < 1:
-            raise ValueError(f"MAF needs at least one block, got {blocks}")
+            raise UserError(f"MAF needs at least one block, got {blocks}")
         self.dim = dim
         self.blocks = nn.ModuleList(MAFBlock(dim, hidden, actnorm) for _ in range(blocks))
         self.prior = GaussianMixturePrior(dim, prior_components) if prior_components else None

@@ -25,6 +25,7 @@ from torch.nn import functional
 
 from lightning_modules.nets.public_networks import PublicNetwork, public_network
 from lightning_modules.nets.random_features import RandomFourierFeatures
+from zoo.errors import UserError
 
 PARTS = ("mean", "second", "pixels")
 
@@ -46,12 +47,12 @@ class PerceptualFeatures(nn.Module):
         super().__init__()
         weights = torch.tensor([mean_weight, second_weight, pixel_weight], dtype=torch.float64)
         if (weights < 0).any() or weights.sum() == 0 or weights[:2].sum() == 0:
-            raise ValueError(
+            raise UserError(
                 "the part weights must be >= 0 with a network part (mean or second) weighted > 0, got "
                 f"mean {mean_weight}, second {second_weight}, pixels {pixel_weight}"
             )
         if not blocks or min(blocks) < 0:
-            raise ValueError(f"blocks must be a non-empty list of block indices >= 0, got {list(blocks)}")
+            raise UserError(f"blocks must be a non-empty list of block indices >= 0, got {list(blocks)}")
         self.image_shape = tuple(image_shape)
         self.network_spec: PublicNetwork = public_network(network)
         self.blocks = tuple(sorted(set(blocks)))

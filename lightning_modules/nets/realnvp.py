@@ -10,6 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from lightning_modules.nets.flow import NormalizingFlow
+from zoo.errors import UserError
 
 
 class AffineCoupling(nn.Module):
@@ -39,7 +40,7 @@ class RealNVP(NormalizingFlow):
     def __init__(self, dim: int, blocks: int = 9, hidden: int = 200) -> None:
         super().__init__()
         if dim < 2:
-            raise ValueError(f"RealNVP needs dim >= 2, got {dim}")
+            raise UserError(f"RealNVP needs dim >= 2, got {dim}")
         self.dim = dim
         even = (torch.arange(dim) % 2 == 0).float()
         self.couplings = nn.ModuleList(

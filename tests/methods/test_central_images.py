@@ -1,4 +1,4 @@
-"""Central images (lightning_modules.central_images): the release's reach of a planted record, one
+"""Central images (lightning_modules.parts.central_images): the release's reach of a planted record, one
 ledger for the release and the private stage, and a warm start that reads only the release."""
 
 import math
@@ -8,13 +8,13 @@ import pytest
 import torch
 from dp_accounting import pld
 
-from lightning_modules.central_images import COUNT_WEIGHT, WarmStart, release_central_images
 from lightning_modules.dp_kernel import DPKernel
 from lightning_modules.dp_merf import DPMERF
+from lightning_modules.parts.central_images import COUNT_WEIGHT, WarmStart, release_central_images
 from zoo.data import TensorDataModule
-from zoo.hub import save_pretrained
 from zoo.privacy import DPBudget
-from zoo.stages import train
+from zoo.release.hub import save_pretrained
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 WARM = dict(noise_multiplier=4.0, clip_norm=3.0, steps=3, batch_size=6, features=16, kernel_widths=[1.0, 2.0])
@@ -104,6 +104,7 @@ def test_bad_warm_start_settings_fail_before_training():
         DPKernel(**{**DPKernel.tiny_recipe().architecture, "warm_start": {"clip_norm": 0}})
 
 
+@pytest.mark.heavy
 def test_dp_lflow_warm_starts_each_class_model_on_its_own_central_image(tmp_path, monkeypatch):
     """Unconditional, one model per class: each part releases its class's mean and fits it by its own loss."""
     from lightning_modules.dp_lflow import DPLFlow

@@ -10,11 +10,13 @@ import torch
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
-from zoo.hub import from_pretrained, save_pretrained
-from zoo.registry import registered_methods
-from zoo.stages import train
+from zoo.methods import registered_methods
+from zoo.release.hub import from_pretrained, save_pretrained
+from zoo.training import train
 
-METHODS = sorted(registered_methods())
+#: the slowest tiny recipes run in the heavy suite (`make test` runs it after the default suite)
+HEAVY = {"per-class", "dp-nf", "dp2-vae", "dp2-vae-dp-encoder", "gs-wgan"}
+METHODS = [pytest.param(m, marks=pytest.mark.heavy) if m in HEAVY else m for m in sorted(registered_methods())]
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 
 

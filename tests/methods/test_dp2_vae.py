@@ -11,13 +11,13 @@ from dp_accounting import pld
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
-from lightning_modules.base import toy_images
 from lightning_modules.dp2_vae import DP2VAE, DP2VAEDPEncoder
-from zoo.hub import save_pretrained
+from zoo.methods import toy_images
 from zoo.privacy import DPBudget, DPCallback, PrivacyBarrier, PrivacyConfigError
 from zoo.privacy.mechanisms import HelperQueryDPSGD, PerExampleDPSGD, training_mechanism
 from zoo.privacy.mechanisms.helper_query_dp_sgd import paper_theorem_epsilon
-from zoo.stages import train
+from zoo.release.hub import save_pretrained
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 
@@ -120,6 +120,7 @@ def test_a_resumed_plan_gives_each_encoder_the_same_part(tmp_path):
         assert torch.equal(before, after)
 
 
+@pytest.mark.heavy
 def test_cards_name_the_variant_and_show_the_paper_claim_as_no_guarantee(tmp_path):
     model = tiny_dp2_vae()
     train(model, toy_data(), DPBudget(target_epsilon=5.0, accountant="rdp"), max_steps=3, **QUIET)

@@ -14,11 +14,11 @@ import zoo
 from lightning_modules.dp_kernel import DPKernel
 from lightning_modules.nets.random_features import fourier_features, mixture_frequencies
 from zoo.data import TensorDataModule
-from zoo.hub import save_pretrained
 from zoo.privacy import DPBudget, DPCallback, PrivacyConfigError
 from zoo.privacy.mechanisms import NoisedEmbedding
-from zoo.registry import checkpoints_dir
-from zoo.stages import train
+from zoo.release.hub import save_pretrained
+from zoo.release.registry import checkpoints_dir
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 
@@ -109,6 +109,7 @@ def test_training_calibrates_sigma_to_the_target_and_releases_only_the_generator
     assert keys and all(k.startswith("generator.") for k in keys)
 
 
+@pytest.mark.heavy
 def test_fine_tuning_on_new_data_adds_an_entry_and_keeps_the_old_one():
     model = tiny_model()
     train(model, toy_data(), DPBudget(target_epsilon=2.0), max_steps=3, **QUIET)

@@ -12,7 +12,6 @@ from dp_accounting import pld
 
 import zoo
 from lightning_modules import DPMEPF
-from lightning_modules.base import toy_images
 from lightning_modules.nets import public_networks
 from lightning_modules.nets.perceptual_features import PerceptualFeatures
 from lightning_modules.nets.public_networks import MissingFeatureNetwork, public_network
@@ -21,9 +20,10 @@ from tests.folders import write_image_folder
 from tests.toys import released_statistic
 from zoo.cli import main
 from zoo.data import PublicData
-from zoo.hub import from_pretrained, save_pretrained
+from zoo.methods import toy_images
 from zoo.privacy import DPBudget
-from zoo.stages import pretrain_public, train
+from zoo.release.hub import from_pretrained, save_pretrained
+from zoo.training import pretrain_public, train
 
 TINY = DPMEPF.tiny_recipe().architecture
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)

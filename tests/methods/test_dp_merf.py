@@ -10,13 +10,13 @@ import torch
 from dp_accounting import pld
 
 from lightning_modules import DPMERF
-from lightning_modules.base import toy_images
 from lightning_modules.nets.random_features import RandomFourierFeatures, labelled_embedding
 from tests.toys import released_statistic
 from zoo.data import TensorDataModule
-from zoo.hub import from_pretrained, save_pretrained
+from zoo.methods import toy_images
 from zoo.privacy import DPBudget
-from zoo.stages import train
+from zoo.release.hub import from_pretrained, save_pretrained
+from zoo.training import train
 
 TINY = DPMERF.tiny_recipe().architecture
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)

@@ -7,8 +7,8 @@ from torch.utils.data import TensorDataset
 from lightning_modules import DPNF
 from tests.toys import ToyData, tiny_trainer
 from zoo.data.tables import half_moons
-from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPCallback
+from zoo.release.hub import from_pretrained, save_pretrained
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +75,7 @@ def test_bad_settings_get_clear_errors(kwargs, message):
         DPNF(**kwargs)
 
 
+@pytest.mark.heavy
 def test_cosine_decay_brings_the_learning_rate_to_zero():
     table = half_moons(rows=500).float()
     model = DPNF(features=2, blocks=1, hidden=8, learning_rate=1e-2, cosine_decay=True)

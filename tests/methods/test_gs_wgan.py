@@ -12,14 +12,14 @@ from dp_accounting import pld, rdp
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
-from lightning_modules.base import toy_images
 from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_epsilon
 from lightning_modules.nets.dcgan import DCGANCritic, DCGANGenerator, ResNetGenerator
 from zoo.data import TensorDataModule
-from zoo.hub import from_pretrained, save_pretrained
+from zoo.methods import toy_images
 from zoo.privacy import DPBudget, DPCallback, GradientSanitizer, PrivacyConfigError, PrivateHelpers, epsilon_spent
-from zoo.registry import checkpoints_dir
-from zoo.stages import train
+from zoo.release.hub import from_pretrained, save_pretrained
+from zoo.release.registry import checkpoints_dir
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 

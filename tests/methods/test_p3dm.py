@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from lightning_modules import P3DM
-from lightning_modules.langevin import FAR_IN_SIGMAS, geometric_sigmas, randomized_response_pairs
-from zoo.cards import PAC_SUBJECT
-from zoo.stages import train
+from lightning_modules.parts.langevin import FAR_IN_SIGMAS, geometric_sigmas, randomized_response_pairs
+from zoo.privacy.summary import PAC_SUBJECT
+from zoo.training import train
 
 SIGMAS = geometric_sigmas(1.0, 0.01, 10)
 

@@ -9,8 +9,8 @@ from tests.toys import ToyData, tiny_trainer
 from tests.zoo.test_hub import TINY
 from tests.zoo.test_zoo_api import FIT_RECIPE
 from zoo.cli import main
-from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPCallback, PrivacyConfigError
+from zoo.release.hub import from_pretrained, save_pretrained
 
 
 def trained_parts(classes: int = 3) -> list[DPLFlow]:
@@ -57,6 +57,7 @@ def test_per_class_round_trip(per_class, tmp_path):
     assert "dp-lflow (one model per class)" in (tmp_path / "per-class" / "README.md").read_text()
 
 
+@pytest.mark.heavy
 def test_fit_per_class_trains_each_partition_at_the_target(data_dir, tmp_path):
     (tmp_path / "recipe.yaml").write_text(FIT_RECIPE)  # --per_class overrides its label
     out = tmp_path / "two-digits"
@@ -91,6 +92,7 @@ class LabelledToyData(ToyData):
         return LabelledToyData(self.whole, label)
 
 
+@pytest.mark.heavy
 def test_a_per_class_model_fine_tunes_each_class_on_its_class_of_the_new_data(tmp_path):
     model = from_pretrained(save_pretrained(PerClassModel.from_parts(trained_parts()), tmp_path / "pretrained"))
     old = model.privacy_ledger.guarantees()["toy"]

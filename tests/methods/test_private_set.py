@@ -8,14 +8,14 @@ import torch
 from dp_accounting import rdp
 from safetensors.torch import load_file
 
-from lightning_modules.base import toy_images
 from lightning_modules.dp_merf import DPMERF
 from lightning_modules.private_set import PrivateSet, SanitisedGradients
 from zoo.data import TensorDataModule
-from zoo.hub import save_pretrained
+from zoo.methods import toy_images
 from zoo.metrics.set_accuracy import convnet_accuracy, set_accuracy
 from zoo.privacy import DPBudget, DPCallback
-from zoo.stages import train
+from zoo.release.hub import save_pretrained
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 

@@ -9,9 +9,9 @@ from pytorch_lightning.loggers import CSVLogger
 
 from lightning_modules.dp2_vae import DP2VAE
 from lightning_modules.gs_wgan import GSWGAN
-from zoo.hub import save_pretrained
 from zoo.privacy import DPBudget
-from zoo.stages import train
+from zoo.release.hub import save_pretrained
+from zoo.training import train
 
 LOGGED = {GSWGAN: ("critic_loss", "generator_loss"), DP2VAE: ("train_loss", "pretrain_loss")}
 

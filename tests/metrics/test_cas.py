@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from lightning_modules.base import DPGenerativeModel
 from zoo.data import load_images
+from zoo.methods import DPGenerativeModel
 from zoo.metrics import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import build_network, train_and_test
 
@@ -47,6 +47,7 @@ def test_cnn_matches_the_papers_architecture():
     assert [m.out_features for m in mlp if isinstance(m, nn.Linear)] == [100, 10]
 
 
+@pytest.mark.heavy
 def test_cas_of_a_replaying_generator_is_high(data_dir):
     images, labels = load_images("mnist", train=True)
     results = classifier_accuracy_on_synthetic(

@@ -8,13 +8,14 @@ import torch
 from tests.metrics.test_cas import Replay
 from zoo.cli import main
 from zoo.data import load_images
-from zoo.hub import load_config, save_pretrained
 from zoo.metrics import FeatureWeightsUnavailable, evaluate, fidelity_metrics
 from zoo.metrics.extractors import extractor_weights
+from zoo.release.hub import load_config, save_pretrained
 
 needs_extractor = pytest.mark.skipif(not extractor_weights("mnist").exists(), reason="LeNet weights not trained")
 
 
+@pytest.mark.heavy
 @needs_extractor
 def test_fid_lenet_is_zero_against_itself_and_large_against_noise(data_dir):
     real, _ = load_images("mnist", train=False)

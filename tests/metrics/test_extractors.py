@@ -10,6 +10,7 @@ from zoo.data import load_images, train_validation_split
 from zoo.metrics.extractors import LeNet, extractor_weights
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dataset", ["mnist", "fashion_mnist"])
 def test_extractor_learnt_from_the_held_out_validation_images_only(data_dir, dataset):
     """A net fits its own training images better than unseen ones: the extractor must fit the

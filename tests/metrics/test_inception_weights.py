@@ -57,6 +57,7 @@ def test_the_converted_weights_are_the_fid_inception_without_its_head():
     assert torch.isnan(state["fc.weight"]).all()
 
 
+@pytest.mark.heavy
 def test_fid_is_zero_against_itself_and_small_between_halves_of_one_distribution(tmp_path, monkeypatch):
     monkeypatch.setenv("DPZOO_CACHE_DIR", str(tmp_path))
     first, second, noise = smooth_images(10, 1), smooth_images(10, 2), torch.rand(10, 3, 32, 32)

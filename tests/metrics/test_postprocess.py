@@ -1,12 +1,15 @@
 """Smooth-then-sharpen post-processing: what it does to images, and that checkpoints record it."""
 
+import importlib
+import sys
+
 import pytest
 import torch
 
 from lightning_modules import DPLFlow
-from lightning_modules.postprocess import SmoothSharpen, gaussian_blur
+from lightning_modules.parts.postprocess import SmoothSharpen, gaussian_blur
 from tests.zoo.test_hub import tiny_private_flow
-from zoo.hub import from_pretrained, save_pretrained
+from zoo.release.hub import from_pretrained, save_pretrained
 
 
 def test_blur_keeps_constant_images_and_mass():
@@ -53,3 +56,10 @@ def test_a_checkpoint_records_its_postprocessing(tmp_path):
     loaded = from_pretrained(save_pretrained(model, tmp_path / "post"))
     assert isinstance(loaded, DPLFlow) and loaded.postprocess == model.postprocess
     torch.testing.assert_close(loaded.sample(4, seed=1), processed)
+
+
+def test_the_old_import_path_still_works_and_says_where_it_moved(monkeypatch):
+    monkeypatch.delitem(sys.modules, "lightning_modules.postprocess", raising=False)
+    with pytest.warns(FutureWarning, match="moved to lightning_modules.parts.postprocess"):
+        old = importlib.import_module("lightning_modules.postprocess")
+    assert old.SmoothSharpen is SmoothSharpen

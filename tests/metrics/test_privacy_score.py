@@ -5,12 +5,12 @@ import torch
 from torch import Tensor
 
 from tests.metrics.test_cas import Replay
-from zoo.cards import card_results
 from zoo.cli import main
 from zoo.data import load_images
 from zoo.metrics import evaluate
 from zoo.metrics.extractors import extractor_weights
 from zoo.metrics.privacy_score import privacy_score
+from zoo.release.evaluation_results import card_results
 
 needs_extractor = pytest.mark.skipif(not extractor_weights("mnist").exists(), reason="LeNet weights not trained")
 
@@ -79,6 +79,7 @@ def test_bad_input_is_a_plain_error(samples, reference, message):
         privacy_score(samples, reference, position, tag)
 
 
+@pytest.mark.heavy
 @needs_extractor
 def test_evaluate_scores_against_the_test_split_with_the_shipped_lenet(data_dir):
     images, labels = load_images("mnist", train=True)

@@ -82,6 +82,7 @@ def test_the_weights_digest_follows_the_tensors_not_the_file(tmp_path):
     assert one == two != three
 
 
+@pytest.mark.heavy
 @needs_inception
 def test_fid_through_stored_statistics_is_torch_fidelitys_and_kid_is_reported_at_small_n():
     samples, reference = smooth_images(12, 1), smooth_images(16, 2)
@@ -110,6 +111,7 @@ def test_fid_through_stored_statistics_is_torch_fidelitys_and_kid_is_reported_at
 SHIPPED = sorted(stored.SHIPPED_DIR.glob("*.safetensors"))
 
 
+@pytest.mark.heavy
 @needs_inception
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_shipped_statistics_are_of_the_offline_inception_and_a_test_split(path, data_dir):

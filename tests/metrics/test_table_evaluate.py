@@ -8,9 +8,9 @@ import torch
 
 from zoo.cli import main
 from zoo.data import TableDataModule
-from zoo.hub import load_config
-from zoo.loading import load
 from zoo.metrics import evaluate
+from zoo.release.hub import load_config
+from zoo.release.loading import load
 
 DATASET_ID = "half_moons/train[split=0/10,test=0.1,minus-validation=0.1]"  # the recipe holds validation rows out
 

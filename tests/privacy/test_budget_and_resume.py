@@ -6,10 +6,10 @@ import torch
 from torch.utils.data import TensorDataset
 
 from tests.toys import TinyClassifier, ToyData, tiny_trainer, toy_images
+from zoo.methods import method_class
 from zoo.privacy import DPBudget, DPCallback, PrivacyConfigError, epsilon_spent
 from zoo.privacy.callback import CHECKPOINT_KEY
-from zoo.registry import method_class
-from zoo.stages import train
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 

@@ -12,9 +12,9 @@ import torch
 
 from lightning_modules.dp2_vae import DP2VAE
 from lightning_modules.gs_wgan import GSWGAN
-from lightning_modules.helper_parts import PRIVATE_STREAM, public_randomness
+from lightning_modules.parts.helper_parts import PRIVATE_STREAM, public_randomness
 from zoo.privacy import DPBudget, PrivateHelpers
-from zoo.stages import train
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 METHODS = {"gs-wgan": (GSWGAN, "critics"), "dp2-vae": (DP2VAE, "encoders")}

@@ -6,9 +6,10 @@ import math
 import pytest
 import torch
 
-from zoo.cards import guarantee_summary, model_cards_index, privacy_metadata
 from zoo.privacy import DPBudget, PACBudget, PrivacyConfigError, PrivacyLedger
 from zoo.privacy.pac import calibrate_isotropic_noise, gaussian_mutual_information
+from zoo.privacy.summary import guarantee_summary, privacy_metadata
+from zoo.release.index import model_cards_index
 from zoo.stages import PACRelease, Release, check_plan
 
 RATE = 0.5
@@ -119,9 +120,9 @@ def test_a_plan_is_either_dp_or_pac():
 
 def pac_config(tmp_path):
     from lightning_modules import P3DM
-    from zoo.hub import save_pretrained
-    from zoo.layout import load_config
-    from zoo.stages import train
+    from zoo.release.hub import save_pretrained
+    from zoo.release.layout import load_config
+    from zoo.training import train
 
     recipe = P3DM.tiny_recipe()
     model = P3DM(**recipe.architecture)
@@ -132,7 +133,7 @@ def pac_config(tmp_path):
 
 def test_a_pac_guarantee_is_never_printed_or_composed_as_epsilon_delta(tmp_path, monkeypatch, capsys):
     from zoo.cli import main
-    from zoo.loading import list_models
+    from zoo.release.loading import list_models
 
     model, config = pac_config(tmp_path)
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])

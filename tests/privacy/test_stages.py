@@ -5,10 +5,11 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from lightning_modules.base import DPGenerativeModel, toy_images
 from zoo.data import TensorDataModule
+from zoo.methods import DPGenerativeModel, toy_images
 from zoo.privacy import DPBudget, PrivacyBudgetExhausted, PrivacyConfigError, epsilon_spent
-from zoo.stages import HelperSteps, PrivateSteps, PublicSteps, Release, check_plan, train
+from zoo.stages import HelperSteps, PrivateSteps, PublicSteps, Release, check_plan
+from zoo.training import CheckpointRefused, train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 
@@ -170,6 +171,18 @@ def test_resume_skips_finished_stages_and_continues_the_budget(tmp_path):
     assert [e.steps for e in resumed.privacy_ledger.entries] == [1, 8]
     expected = epsilon_spent([(20.0, 1.0, 1), (1.5, 0.25, 8)], 1e-5, "rdp")
     assert resumed.privacy_ledger.epsilon(data.dataset_id) == pytest.approx(expected)
+
+
+class Pickled:
+    """Anything a checkpoint would need to unpickle to load."""
+
+
+def test_a_checkpoint_that_needs_unpickling_is_refused_before_any_work(tmp_path):
+    torch.save({"state_dict": {}, "extra": Pickled()}, tmp_path / "objects.ckpt")
+    model = Staged()
+    with pytest.raises(CheckpointRefused, match="weights_only=True"):
+        train(model, toy_images(), DPBudget(noise_multiplier=1.0), ckpt_path=str(tmp_path / "objects.ckpt"))
+    assert model.privacy_ledger is None or not model.privacy_ledger.entries
 
 
 def test_a_checkpoint_from_outside_a_plan_cannot_resume_one(tmp_path):

@@ -8,7 +8,7 @@ from huggingface_hub import ModelCard
 
 import zoo
 from zoo.metrics.publication import LOCAL_DIAGNOSTICS
-from zoo.registry import checkpoints_dir
+from zoo.release.registry import checkpoints_dir
 
 SHIPPED = sorted(p.parent.name for p in checkpoints_dir().glob("*/config.json"))
 

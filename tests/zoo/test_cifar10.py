@@ -17,7 +17,7 @@ from tests.folders import write_image_folder
 from tests.zoo.test_checkpoints import SHIPPED
 from zoo.data import DataNotFoundError, ImageDataModule, load_images
 from zoo.data.images import TREE_CLASSES
-from zoo.registry import checkpoints_dir
+from zoo.release.registry import checkpoints_dir
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ def test_fit_help_comes_from_lightning_cli(capsys):
 
 def test_bad_sample_count_is_a_plain_error(tmp_path, capsys):
     from tests.zoo.test_hub import tiny_private_flow
-    from zoo.hub import save_pretrained
+    from zoo.release.hub import save_pretrained
 
     folder = save_pretrained(tiny_private_flow(), tmp_path / "m")
     assert main(["sample", str(folder), "--n", "0"]) == 2
@@ -60,7 +60,7 @@ def test_sample_names_the_formats_it_writes_before_loading_anything(capsys):
 def test_sample_and_evaluate_never_replace_a_file_unasked(tmp_path, capsys):
     """An existing --out or --json is refused before the model is loaded; --overwrite replaces it."""
     from tests.zoo.test_hub import tiny_private_flow
-    from zoo.hub import save_pretrained
+    from zoo.release.hub import save_pretrained
 
     folder = save_pretrained(tiny_private_flow(), tmp_path / "m")
     grid, report = tmp_path / "grid.png", tmp_path / "report.json"
@@ -76,12 +76,14 @@ def test_sample_and_evaluate_never_replace_a_file_unasked(tmp_path, capsys):
 
 
 def test_a_recipes_bad_value_is_answered_in_the_classs_own_words(capsys, tmp_path):
-    """jsonargparse's union report (every member of ``Budget | None`` failed) is reduced to the class's message."""
+    """jsonargparse's union report (every member of ``Budget | None`` failed) gives way to the class's own error."""
     recipe = ["fit", "--config", "configs/dp_merf_mnist_eps1.yaml"]
     assert main([*recipe, "--privacy.init_args.target_epsilon", "-1"]) == 2
     err = capsys.readouterr().err
-    assert "error: zoo.privacy.DPBudget: target_epsilon must be a finite number > 0, got -1.0" in err
+    assert "error: target_epsilon must be a finite number > 0, got -1.0" in err
     assert "Union subtypes" not in err and "NoneType" not in err
+    assert main([*recipe, "--model.init_args.num_classes", "-3"]) == 2
+    assert "num_classes must be an integer of at least 2, got -3" in capsys.readouterr().err
     missing = tmp_path / "missing"
     assert main([*recipe, "--images", str(missing)]) == 2
-    assert f"error: zoo.data.ImageFolderDataModule: no image folder at {missing}" in capsys.readouterr().err
+    assert f"error: no image folder at {missing}" in capsys.readouterr().err

@@ -16,10 +16,11 @@ from torch.utils.data import TensorDataset
 import zoo
 from lightning_modules import DPLFlow
 from tests.toys import ToyData, tiny_trainer
-from zoo.cards import VACUOUS_EPSILON, model_cards_index
-from zoo.hub import CheckpointError, SaveTargetError, check_save_target, from_pretrained, save_pretrained
+from zoo.errors import UnknownModelError
 from zoo.privacy import DPCallback
-from zoo.registry import UnknownModelError
+from zoo.release.cards import VACUOUS_EPSILON
+from zoo.release.hub import CheckpointError, SaveTargetError, check_save_target, from_pretrained, save_pretrained
+from zoo.release.index import model_cards_index
 
 TINY = dict(image_shape=(1, 8, 8), channels=(4, 8), latent_dim=4, flow_blocks=2, flow_hidden=16)
 
@@ -157,9 +158,9 @@ def test_an_unknown_id_is_answered_from_names_alone(saved, tmp_path, monkeypatch
     shutil.copytree(saved[1], tmp_path / "tiny-flow")
     monkeypatch.setenv("DPZOO_CHECKPOINTS_DIR", str(tmp_path))
     published = {"published-flow": {"hub_repo": "someone/published-flow"}}
-    monkeypatch.setattr("zoo.registry.model_index", lambda: published)
-    monkeypatch.setattr("zoo.loading.model_index", lambda: published)
-    monkeypatch.setattr("zoo.loading.snapshot_download", lambda *a, **k: pytest.fail("the Hub was called"))
+    monkeypatch.setattr("zoo.release.registry.model_index", lambda: published)
+    monkeypatch.setattr("zoo.release.loading.model_index", lambda: published)
+    monkeypatch.setattr("zoo.release.loading.snapshot_download", lambda *a, **k: pytest.fail("the Hub was called"))
     monkeypatch.setattr("zoo.privacy.PrivacyLedger.guarantees", lambda self: pytest.fail("a guarantee was computed"))
     with pytest.raises(
         UnknownModelError, match="unknown model 'tiny-flo'.*Known ids: \\['tiny-flow', 'published-flow'\\]"
@@ -169,9 +170,11 @@ def test_an_unknown_id_is_answered_from_names_alone(saved, tmp_path, monkeypatch
 
 def test_a_published_id_is_fetched_from_the_hub(saved, tmp_path, monkeypatch):
     monkeypatch.setenv("DPZOO_CHECKPOINTS_DIR", str(tmp_path))
-    monkeypatch.setattr("zoo.loading.model_index", lambda: {"published-flow": {"hub_repo": "someone/published-flow"}})
+    published = {"published-flow": {"hub_repo": "someone/published-flow"}}
+    monkeypatch.setattr("zoo.release.loading.model_index", lambda: published)
     fetched = []
-    monkeypatch.setattr("zoo.loading.snapshot_download", lambda repo_id, **kwargs: fetched.append(repo_id) or saved[1])
+    download = lambda repo_id, **kwargs: fetched.append(repo_id) or saved[1]  # noqa: E731
+    monkeypatch.setattr("zoo.release.loading.snapshot_download", download)
     assert torch.equal(zoo.load("published-flow").sample(2, seed=0), saved[0].sample(2, seed=0))
     assert fetched == ["someone/published-flow"]
 
@@ -180,7 +183,7 @@ def test_an_unknown_id_fails_without_importing_torch(tmp_path):
     """Importing torch, Lightning and the accountants takes seconds: a typo must not wait for them."""
     probe = (
         "import sys, zoo\n"
-        "from zoo.registry import UnknownModelError\n"
+        "from zoo.errors import UnknownModelError\n"
         "try:\n    zoo.load('no-such-model')\nexcept UnknownModelError:\n    pass\n"
         "print(sorted(m for m in ('torch', 'pytorch_lightning', 'opacus') if m in sys.modules))"
     )
@@ -207,7 +210,7 @@ def test_offline_loading_uses_the_cache_and_names_what_is_missing(saved, tmp_pat
 
 
 def test_model_cards_index_is_in_sync_with_checkpoints():
-    from zoo.registry import checkpoints_dir
+    from zoo.release.registry import checkpoints_dir
 
     index = checkpoints_dir().parent / "MODEL_CARDS.md"
     assert index.read_text() == model_cards_index(checkpoints_dir()), "run `dpzoo model-cards` to regenerate"
@@ -275,7 +278,7 @@ def test_a_failed_save_over_an_existing_folder_keeps_it_whole(saved, tmp_path, m
     model, _ = saved
     folder = save_pretrained(model, tmp_path / "kept")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    monkeypatch.setattr("zoo.hub.model_card", lambda *args: (_ for _ in ()).throw(RuntimeError("interrupted")))
+    monkeypatch.setattr("zoo.release.hub.model_card", lambda *args: (_ for _ in ()).throw(RuntimeError("interrupted")))
     with pytest.raises(RuntimeError, match="interrupted"):
         save_pretrained(model, folder, weights_dtype="float16", overwrite=True)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

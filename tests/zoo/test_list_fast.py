@@ -14,9 +14,9 @@ import zoo
 from tests.zoo.test_hub import tiny_private_flow
 from zoo.cli import main
 from zoo.headline import HEADLINE_KEY, stated_guarantee
-from zoo.hub import save_pretrained
-from zoo.layout import CheckpointError, load_config
-from zoo.registry import checkpoints_dir
+from zoo.release.hub import save_pretrained
+from zoo.release.layout import CheckpointError, load_config
+from zoo.release.registry import checkpoints_dir
 
 RESULT = {"task_type": "image-generation", "dataset_type": "toy", "dataset_name": "toy", "metric_config": "made up"}
 EVALUATION = {

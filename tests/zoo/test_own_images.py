@@ -12,9 +12,9 @@ from tests.folders import write_image_folder
 from tests.zoo.test_hub import tiny_private_flow
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule
-from zoo.registry import registered_methods
+from zoo.methods import registered_methods
 from zoo.shapes import DataShapeError, model_for_data
-from zoo.stages import train
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 IMAGE_METHODS = sorted(m for m, cls in registered_methods().items() if cls.sample_kind == "images" and m != "per-class")
@@ -46,6 +46,7 @@ def test_every_image_method_trains_on_a_folder_of_its_own_shape(method, folder):
     assert ids == {data.dataset_id}
 
 
+@pytest.mark.heavy
 def test_dpzoo_fit_builds_the_recipe_for_the_folder_then_evaluate_and_finetune_it(folder, tmp_path, capsys):
     merf, lflow = tmp_path / "merf", tmp_path / "lflow"
     fit = ["--images", str(folder), "--trainer.max_steps", "2", "--trainer.enable_progress_bar", "false"]
@@ -96,16 +97,19 @@ def test_a_shape_set_on_the_command_line_is_kept_and_a_conflict_named(folder, tm
     assert not (tmp_path / "m").exists()
 
 
-@pytest.mark.parametrize("resize_first", [True, False])
-def test_the_folders_own_settings_on_the_command_line_apply_to_it(folder, tmp_path, resize_first):
-    """The README's ``--data.init_args.image_size 32`` (which the shape errors recommend) resizes the folder,
-    on either side of ``--images``; ``--data.init_args.convert`` says how images of another aspect ratio fit."""
-    resize = ["--data.init_args.image_size", "16", "--data.init_args.convert", "crop"]
-    images = ["--images", str(folder)]
+def test_the_folders_own_settings_on_the_command_line_apply_to_it(folder, tmp_path):
+    """The README's ``--data.init_args.image_size 32`` (which the shape errors recommend) resizes the folder
+    given by ``--images`` before it; ``--data.init_args.convert`` says how images of another aspect ratio fit."""
     fit = ["fit", "--config", "configs/dp_merf_mnist_eps1.yaml", *TINY_MERF, "--trainer.max_steps", "1"]
-    fit += [*resize, *images] if resize_first else [*images, *resize]
+    fit += ["--images", str(folder), "--data.init_args.image_size", "16", "--data.init_args.convert", "crop"]
     assert main([*fit, "--trainer.enable_progress_bar", "false", "--save_pretrained", str(tmp_path / "m")]) == 0
     assert json.loads((tmp_path / "m" / "config.json").read_text())["architecture"]["image_shape"] == [3, 16, 16]
+
+
+def test_images_before_the_recipe_is_refused(folder, capsys):
+    """Options apply left to right: a recipe after ``--images`` would replace the folder, so it is refused."""
+    assert main(["fit", "--images", str(folder), "--config", "configs/dp_merf_mnist_eps1.yaml"]) == 2
+    assert "give --images after --config" in capsys.readouterr().err
 
 
 def test_a_net_that_cannot_take_the_shape_says_which_it_takes(tmp_path):

@@ -15,7 +15,8 @@ from zoo.base_weights import load_base
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule, PublicData
 from zoo.privacy import DPBudget, PrivacyConfigError
-from zoo.stages import PublicStatistic, check_plan, pretrain_public, train
+from zoo.stages import PublicStatistic, check_plan
+from zoo.training import pretrain_public, train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 

@@ -13,11 +13,11 @@ from huggingface_hub import ModelCard
 from tests.folders import write_image_folder
 from tests.zoo.test_hub import tiny_private_flow
 from tests.zoo.test_own_images import TINY_MERF
-from zoo.cards import PUBLIC_DATA, PUBLIC_DATA_OF_EARLIER_STAGES
 from zoo.cli import main
-from zoo.hub import save_pretrained
-from zoo.layout import HUB_FILES, publishable_command
 from zoo.privacy.ledger import PrivacyLedger, PublicDataUse
+from zoo.release.cards import PUBLIC_DATA, PUBLIC_DATA_OF_EARLIER_STAGES
+from zoo.release.hub import save_pretrained
+from zoo.release.layout import HUB_FILES, publishable_command
 
 DATA = {
     "name": "my-photos",

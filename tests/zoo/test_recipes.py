@@ -8,9 +8,8 @@ import pytest
 import yaml
 
 from tests.folders import write_image_folder
-from zoo.data import PublicData
-from zoo.fit import _budget, _check_no_budget, _cli, _trainer_callbacks
 from zoo.privacy import PACBudget
+from zoo.recipe_cli import parse_recipe
 
 RECIPES = sorted(str(p) for p in (Path(__file__).parents[2] / "configs").glob("*.yaml"))
 
@@ -41,13 +40,12 @@ def folder_stand_in(recipe: str, tmp_path: Path) -> list[str]:
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=[Path(r).stem for r in RECIPES])
 def test_recipe_parses_and_holds_one_budget(recipe, tmp_path):
-    cli = _cli(["--config", recipe, *folder_stand_in(recipe, tmp_path)])
-    _, options = _trainer_callbacks(cli)
-    if isinstance(cli.datamodule, PublicData):  # public pretraining: a stated reason, and no budget at all
-        _check_no_budget(cli)
-        assert cli.datamodule.source and options["max_steps"] > 0
+    parsed = parse_recipe(["--config", recipe, *folder_stand_in(recipe, tmp_path)])
+    options = parsed.trainer_options
+    if parsed.public:  # public pretraining: a stated reason, and no budget at all
+        assert parsed.budget is None and parsed.data.source and options["max_steps"] > 0
         return
-    budget = _budget(cli)
+    budget = parsed.budget
     if isinstance(budget, PACBudget):  # one PAC release, no training steps to plan
         assert budget.mi_bound > 0
     else:  # σ is calibrated for the planned steps, or given

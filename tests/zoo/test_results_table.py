@@ -1,9 +1,9 @@
 """MODEL_CARDS.md's results table: the shipped checkpoints' measured numbers beside DPImageBench's for the same
 method, dataset and ε, with the protocols, and only checkpoints with an (ε, δ)."""
 
-from zoo.literature import DPIMAGEBENCH, dpimagebench
-from zoo.registry import checkpoints_dir
-from zoo.results_table import results_table
+from zoo.release.literature import DPIMAGEBENCH, dpimagebench
+from zoo.release.registry import checkpoints_dir
+from zoo.release.results_table import results_table
 
 
 def test_each_row_holds_the_cards_numbers_beside_the_published_ones():

@@ -13,7 +13,7 @@ import pytest
 from tests.zoo.test_cifar10 import REAL_DATA
 from zoo.data.folders import content_digest, folder_parts
 from zoo.data.partition import train_validation_split
-from zoo.registry import checkpoints_dir
+from zoo.release.registry import checkpoints_dir
 
 
 def _folders_script():
@@ -50,6 +50,7 @@ def test_a_shipped_model_on_a_named_dataset_leaves_out_the_validation_split(conf
     not (REAL_DATA / "cifar10-images").is_dir(),
     reason=f"the CIFAR-10 image-folder tree is not in {REAL_DATA}; set DPZOO_DATA_DIR",
 )
+@pytest.mark.heavy
 def test_the_cifar10_class_folders_of_shipped_models_hold_no_validation_image(tmp_path):
     """Rebuilt by ``benchmarks/cifar10_class_folders.py``: no training image of either folder has the bytes
     of a validation image, and every shipped model that names a folder was trained on these very files."""

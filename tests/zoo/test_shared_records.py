@@ -8,11 +8,11 @@ from dp_accounting import pld
 
 import zoo
 from lightning_modules import DPMERF
-from zoo.cards import privacy_metadata
 from zoo.data import ImageDataModule
 from zoo.privacy import DPBudget, PrivacyConfigError
+from zoo.privacy.summary import privacy_metadata
 from zoo.shapes import model_for_data
-from zoo.stages import train
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 

@@ -12,9 +12,9 @@ from zoo.data import TableDataModule
 from zoo.data.standardisation import private_standardisation
 from zoo.data.table_datamodule import split_and_validation
 from zoo.data.tables import ROW_NORM_BOUNDS, SYNTHETIC
-from zoo.hub import from_pretrained, save_pretrained
 from zoo.privacy import DPBudget, DPCallback, PrivacyConfigError, PrivacyLedger, epsilon_spent
-from zoo.stages import train
+from zoo.release.hub import from_pretrained, save_pretrained
+from zoo.training import train
 
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 

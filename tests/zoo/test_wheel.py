@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from zoo.registry import CHECKPOINTS_ENV, CHECKPOINTS_PACKAGE, checkpoints_dir
+from zoo.release.registry import CHECKPOINTS_ENV, CHECKPOINTS_PACKAGE, checkpoints_dir
 
 ROOT = Path(__file__).resolve().parents[2]
+#: building the 68 MB wheel takes a while: `make test` runs it after the default suite
+pytestmark = pytest.mark.heavy
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,7 @@ def test_an_installed_wheel_loads_and_samples_a_shipped_model(wheel: Path, tmp_p
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "import zoo\nfrom zoo.registry import checkpoints_dir\n"
+        "import zoo\nfrom zoo.release.registry import checkpoints_dir\n"
         "images = zoo.load('dp-merf-mnist-eps1').sample(4, seed=0)\n"
         "print(zoo.__file__, checkpoints_dir(), tuple(images.shape), sep='\\n')"
     )

@@ -11,12 +11,13 @@ from torch import Tensor, nn
 from torch.utils.data import TensorDataset
 
 import zoo
-from lightning_modules.base import DPGenerativeModel
 from tests.toys import ToyData
 from tests.zoo.test_hub import tiny_private_flow
 from zoo.cli import main
-from zoo.hub import HubUnavailableError, from_pretrained, push_folder, save_pretrained
+from zoo.methods import DPGenerativeModel
 from zoo.privacy import PrivacyConfigError
+from zoo.release.hub import HubUnavailableError, from_pretrained, push_folder, save_pretrained
+from zoo.release.registry import checkpoints_dir
 
 
 class ToyConditional(DPGenerativeModel):
@@ -83,8 +84,8 @@ def test_finetune_refuses_a_barrier_it_cannot_provide():
 def test_release_holds_only_what_the_guarantee_covers(tmp_path):
     from safetensors.torch import load_file
 
-    from zoo.hub import released_state_dict
     from zoo.privacy import PrivacyLedger
+    from zoo.release.hub import released_state_dict
 
     model = ToyB3()
     assert set(released_state_dict(model)) == {"generator.weight", "generator.bias"}
@@ -107,7 +108,7 @@ def test_release_holds_only_what_the_guarantee_covers(tmp_path):
     model.sample = lambda n, seed=0: torch.rand(n, 2)  # tabular-shaped: no grid is drawn
     saved = save_pretrained(model, tmp_path / "b3")
     assert set(load_file(str(saved / "model.safetensors"))) == {"generator.weight", "generator.bias"}
-    assert isinstance(PrivacyLedger.from_dict(zoo.hub.load_config(saved)["privacy_ledger"]), PrivacyLedger)
+    assert isinstance(PrivacyLedger.from_dict(zoo.release.hub.load_config(saved)["privacy_ledger"]), PrivacyLedger)
 
 
 FIT_RECIPE = """
@@ -170,11 +171,14 @@ def test_a_recipe_with_its_budget_among_the_trainer_callbacks_is_refused_saying_
 
 
 def test_cli_list_and_model_cards_check(tmp_path, monkeypatch, capsys):
-    assert main(["model-cards", "--check"]) == 0
+    shipped = checkpoints_dir()
     monkeypatch.setenv("DPZOO_CHECKPOINTS_DIR", str(tmp_path / "checkpoints"))
     (tmp_path / "checkpoints").mkdir()
     assert main(["list"]) == 0 and "no models yet" in capsys.readouterr().out
     assert main(["model-cards", "--check"]) == 1  # tmp_path has no MODEL_CARDS.md
+    shutil.copytree(shipped / "dp-merf-mnist-eps1", tmp_path / "checkpoints" / "dp-merf-mnist-eps1")
+    assert main(["model-cards"]) == 0 and main(["model-cards", "--check"]) == 0
+    assert "dp-merf-mnist-eps1" in (tmp_path / "MODEL_CARDS.md").read_text()
     assert main(["sample", "missing-model"]) == 2 and "unknown model 'missing-model'" in capsys.readouterr().err
 
 
@@ -196,7 +200,7 @@ def no_saved_token(tmp_path, monkeypatch):
 
 
 def test_push_without_a_token_fails_at_once_in_one_line(saved_folder, no_saved_token, monkeypatch, capsys):
-    monkeypatch.setattr("zoo.hub.HfApi", lambda **kwargs: pytest.fail("the Hub was called"))
+    monkeypatch.setattr("zoo.release.hub.HfApi", lambda **kwargs: pytest.fail("the Hub was called"))
     with pytest.raises(HubUnavailableError, match="no Hugging Face token: pass token=.*HF_TOKEN.*login"):
         zoo.push_to_hub(object(), "me/tiny-flow")  # refused before the model is touched
     assert main(["push", str(saved_folder), "--repo", "me/tiny-flow"]) == 2

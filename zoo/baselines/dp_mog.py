@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from zoo.errors import UserError
 from zoo.privacy.accounting import calibrate_noise_multiplier
 from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
@@ -32,7 +33,7 @@ class DPGaussianMixture:
 
     def __init__(self, components: int = 3, iterations: int = 20, clip_bound: float = 1.0, min_variance: float = 1e-3):
         if components < 1 or iterations < 1:
-            raise ValueError(f"components and iterations must be positive, got {components} and {iterations}")
+            raise UserError(f"components and iterations must be positive, got {components} and {iterations}")
         self.components = components
         self.iterations = iterations
         self.clip_bound = check_positive(clip_bound, "clip_bound")

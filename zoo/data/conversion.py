@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from PIL import Image
 
+from zoo.errors import UserError
+
 CONVERT_POLICIES = ("crop", "pad", "stretch")
 WHITE = 255
 
@@ -29,7 +31,7 @@ class ImageFacts:
 
 def check_convert(convert: str | None) -> str | None:
     if convert not in (None, *CONVERT_POLICIES):
-        raise ValueError(f"convert must be one of {CONVERT_POLICIES} or None, got {convert!r}")
+        raise UserError(f"convert must be one of {CONVERT_POLICIES} or None, got {convert!r}")
     return convert
 
 

@@ -8,6 +8,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from zoo.data.images import IMAGE_DATASETS, IMAGE_SHAPES, load_images
 from zoo.data.partition import train_validation_split
+from zoo.errors import UserError
 from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
@@ -38,9 +39,9 @@ class ImageDataModule(pl.LightningDataModule):
     ) -> None:
         super().__init__()
         if dataset not in IMAGE_DATASETS:
-            raise ValueError(f"unknown image dataset {dataset!r}; known: {sorted(IMAGE_DATASETS)}")
+            raise UserError(f"unknown image dataset {dataset!r}; known: {sorted(IMAGE_DATASETS)}")
         if label is not None and label not in range(10):
-            raise ValueError(f"label must be a class in 0..9 or None, got {label!r}")
+            raise UserError(f"label must be a class in 0..9 or None, got {label!r}")
         self.dataset = dataset
         self.sample_rate = check_sample_rate(sample_rate)
         self.label = label

@@ -14,15 +14,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PIL import Image
 from tqdm.auto import tqdm
 
 from zoo.data.conversion import ImageFacts, changes_aspect, has_transparency
-
-if TYPE_CHECKING:
-    from zoo.data.folders import FolderPart
+from zoo.data.folder_part import FolderPart
+from zoo.errors import UserError
 
 #: PIL modes whose images are grey; every other mode is read as colour
 GREY_MODES = frozenset({"1", "L", "LA", "La", "I", "I;16", "I;16B", "I;16L", "I;16N", "F"})
@@ -36,7 +35,7 @@ def python_spelling(name: str, value: Any) -> str:
     return f"{name}={value!r}"
 
 
-class ImageFolderError(ValueError):
+class ImageFolderError(UserError):
     """An image folder that cannot be used as it is (the message says what to change)."""
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import warnings
 from collections.abc import Sequence
@@ -37,36 +36,12 @@ from zoo.data.folder_check import (
     ignored_line,
     inspect_part,
 )
-from zoo.data.images import DataNotFoundError
-from zoo.data.settings import CACHE_DIR_ENV, cache_dir
+from zoo.data.folder_part import FolderPart
+from zoo.data.settings import CACHE_DIR_ENV, DataNotFoundError, cache_dir
+from zoo.errors import UserError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
-#: bump when decoding changes, so that old cached copies are not served
-CACHE_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class FolderPart:
-    """The images of one split of a folder: files in class order, their labels and the class names."""
-
-    root: Path
-    classes: tuple[str, ...]
-    files: tuple[Path, ...]
-    labels: tuple[int, ...]
-    #: files that are not images, relative to ``root`` (named wherever the folder is described)
-    ignored: tuple[str, ...] = ()
-
-    def cache_key(self, size: tuple[int, int] | None, channels: int | None, convert: str | None = None) -> str:
-        """Changes with any file's path, size or mtime, or with the decoding options."""
-        options = [CACHE_FORMAT, str(self.root.resolve()), size, channels, *([convert] if convert else [])]
-        digest = hashlib.sha256(json.dumps(options).encode())
-        for file in self.files:
-            stat = file.stat()
-            digest.update(f"{file.relative_to(self.root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-        return digest.hexdigest()
-
-
 @dataclass(frozen=True)
 class DecodedImages:
     images: Tensor  # uint8 (N, C, H, W)
@@ -236,7 +211,7 @@ def check_image_size(image_size: int | Sequence[int] | None) -> tuple[int, int] 
         return None
     sides = [image_size] if isinstance(image_size, int) else list(image_size)
     if len(sides) not in (1, 2) or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sides):
-        raise ValueError(f"image_size must be a positive int or (height, width), got {image_size!r}")
+        raise UserError(f"image_size must be a positive int or (height, width), got {image_size!r}")
     return (sides[0], sides[-1])
 
 

@@ -25,6 +25,7 @@ from zoo.data.folders import (
     warn_ignored,
 )
 from zoo.data.partition import train_validation_split
+from zoo.errors import UserError
 from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
@@ -68,12 +69,12 @@ class ImageFolderDataModule(pl.LightningDataModule):
     ) -> None:
         super().__init__()
         if channels not in (None, 1, 3):
-            raise ValueError(f"channels must be 1 (grey), 3 (RGB) or None (from the images), got {channels!r}")
+            raise UserError(f"channels must be 1 (grey), 3 (RGB) or None (from the images), got {channels!r}")
         if isinstance(validation_size, bool) or not (
             (isinstance(validation_size, int) and validation_size >= 0)
             or (isinstance(validation_size, float) and 0 <= validation_size < 1)
         ):
-            raise ValueError(f"validation_size must be a count >= 0 or a fraction in [0, 1), got {validation_size!r}")
+            raise UserError(f"validation_size must be a count >= 0 or a fraction in [0, 1), got {validation_size!r}")
         self.root = Path(root).expanduser()
         self.sample_rate = check_sample_rate(sample_rate)
         self.image_size = check_image_size(image_size)
@@ -86,13 +87,13 @@ class ImageFolderDataModule(pl.LightningDataModule):
         self.convert = check_convert(convert)
         self.train_part, self.test_part = folder_parts(self.root)
         if isinstance(test_fraction, bool) or not 0 <= test_fraction < 1:
-            raise ValueError(f"test_fraction must be a fraction in [0, 1), got {test_fraction!r}")
+            raise UserError(f"test_fraction must be a fraction in [0, 1), got {test_fraction!r}")
         if test_fraction and self.test_part is not None:
-            raise ValueError(f"{self.root} has a test/ folder already: test_fraction is for folders without one")
+            raise UserError(f"{self.root} has a test/ folder already: test_fraction is for folders without one")
         self.test_fraction = test_fraction
         warn_ignored(self.train_part, self.test_part)
         if label is not None and label not in range(len(self.classes)):
-            raise ValueError(
+            raise UserError(
                 f"label must be a class in 0..{len(self.classes) - 1} ({self.root}) or None, got {label!r}"
             )
         self.label = label
@@ -152,7 +153,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
         total = len(self.train_part.files) - len(self._held_out())
         count = round(self.validation_size * total) if isinstance(self.validation_size, float) else self.validation_size
         if count >= total:
-            raise ValueError(
+            raise UserError(
                 f"validation_size {self.validation_size} leaves no training images of {total} in {self.root}"
             )
         return count
@@ -161,7 +162,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
         """The same data restricted to one class (a disjoint partition), sharing the scanned folder and
         the decoded images."""
         if label not in range(self.num_classes):
-            raise ValueError(f"label must be a class in 0..{self.num_classes - 1} ({self.root}), got {label!r}")
+            raise UserError(f"label must be a class in 0..{self.num_classes - 1} ({self.root}), got {label!r}")
         self._decode()
         part = copy.copy(self)
         part.label = label
@@ -252,5 +253,5 @@ class ImageFolderDataModule(pl.LightningDataModule):
     def test_dataloader(self) -> DataLoader:
         self.setup()
         if self.test_set is None:
-            raise ValueError(f"{self.root} has no test/ folder: its images are all training data")
+            raise UserError(f"{self.root} has no test/ folder: its images are all training data")
         return DataLoader(self.test_set, batch_size=self.eval_batch_size)

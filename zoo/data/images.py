@@ -13,7 +13,9 @@ from torch import Tensor
 from torchvision import datasets
 
 from zoo.data.byte_images import ByteImages
-from zoo.data.settings import DATA_DIR_ENV, cache_dir, source_data_dir
+from zoo.data.folders import folder_parts, read_part
+from zoo.data.settings import DATA_DIR_ENV, DataNotFoundError, cache_dir, source_data_dir
+from zoo.errors import UserError
 
 IMAGE_DATASETS = {"mnist": datasets.MNIST, "fashion_mnist": datasets.FashionMNIST, "cifar10": datasets.CIFAR10}
 IMAGE_SHAPES = {"mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28), "cifar10": (3, 32, 32)}
@@ -22,10 +24,6 @@ FOLDER_TREES = {"cifar10": "cifar10-images"}
 TREE_CLASSES = {
     "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"),
 }
-
-
-class DataNotFoundError(FileNotFoundError):
-    """The requested dataset is neither in DPZOO_DATA_DIR nor downloadable."""
 
 
 def load_images(name: str, train: bool) -> tuple[Tensor, Tensor]:
@@ -51,8 +49,6 @@ def load_images(name: str, train: bool) -> tuple[Tensor, Tensor]:
 
 
 def _folder_tree(name: str, train: bool) -> tuple[Tensor, Tensor]:
-    from zoo.data.folders import folder_parts, read_part  # zoo.data.folders imports this module
-
     tree = source_data_dir() / FOLDER_TREES[name]  # type: ignore[operator]
     if not tree.is_dir():
         raise DataNotFoundError(
@@ -82,7 +78,7 @@ def _dataset_class(name: str) -> type[datasets.MNIST]:
     try:
         return IMAGE_DATASETS[name]
     except KeyError:
-        raise ValueError(f"unknown image dataset {name!r}; known: {sorted(IMAGE_DATASETS)}") from None
+        raise UserError(f"unknown image dataset {name!r}; known: {sorted(IMAGE_DATASETS)}") from None
 
 
 def _decompress_into(source: Path, root: Path, dataset_class: type[datasets.MNIST]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from zoo.errors import UserError
+
 
 def class_partition(labels: Tensor) -> dict[int, Tensor]:
     """Indices of each class; the parts are disjoint and cover the data (parallel composition)."""
@@ -14,6 +16,6 @@ def class_partition(labels: Tensor) -> dict[int, Tensor]:
 def train_validation_split(size: int, validation_size: int, seed: int = 0) -> tuple[Tensor, Tensor]:
     """A fixed, seeded split of ``range(size)`` into (train, validation) indices."""
     if not 0 <= validation_size < size:
-        raise ValueError(f"validation_size must be in [0, {size}), got {validation_size}")
+        raise UserError(f"validation_size must be in [0, {size}), got {validation_size}")
     order = torch.randperm(size, generator=torch.Generator().manual_seed(seed))
     return order[validation_size:].sort().values, order[:validation_size].sort().values

@@ -1,4 +1,4 @@
-"""Data the user declares public, for pretraining without noise (``zoo.stages.pretrain_public``).
+"""Data the user declares public, for pretraining without noise (``zoo.training.pretrain_public``).
 
 Nothing is public by default: a datamodule becomes public only when wrapped here with the user's
 statement of why (``source``), which the ledger and the card repeat. Public data carries no

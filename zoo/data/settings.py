@@ -5,8 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from zoo.errors import MissingFileError
+
 DATA_DIR_ENV = "DPZOO_DATA_DIR"
 CACHE_DIR_ENV = "DPZOO_CACHE_DIR"
+
+
+class DataNotFoundError(MissingFileError):
+    """The requested dataset is neither in DPZOO_DATA_DIR nor downloadable."""
 
 
 def source_data_dir() -> Path | None:

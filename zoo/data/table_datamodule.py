@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from zoo.data.partition import train_validation_split
 from zoo.data.standardisation import Standardisation, private_standardisation, public_standardisation
 from zoo.data.tables import TABLES, load_table, read_table
+from zoo.errors import UserError
 from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_positive, check_sample_rate
@@ -67,15 +68,15 @@ class TableDataModule(pl.LightningDataModule):
     ) -> None:
         super().__init__()
         if table not in TABLES and not Path(table).suffix:
-            raise ValueError(f"unknown table {table!r}; known: {list(TABLES)}, or a .csv/.npy file path")
+            raise UserError(f"unknown table {table!r}; known: {list(TABLES)}, or a .csv/.npy file path")
         if isinstance(split, bool) or not isinstance(split, int) or not 0 <= split < splits:
-            raise ValueError(f"split must be an integer in 0..{splits - 1}, got {split!r}")
+            raise UserError(f"split must be an integer in 0..{splits - 1}, got {split!r}")
         if not 0 < test_fraction < 1 or not 0 <= validation_fraction < 1:
-            raise ValueError(f"fractions must lie in (0, 1): test {test_fraction}, validation {validation_fraction}")
+            raise UserError(f"fractions must lie in (0, 1): test {test_fraction}, validation {validation_fraction}")
         if standardisation not in STANDARDISATIONS:
-            raise ValueError(f"standardisation must be one of {STANDARDISATIONS}, got {standardisation!r}")
+            raise UserError(f"standardisation must be one of {STANDARDISATIONS}, got {standardisation!r}")
         if standardisation == "private" and clip_bound is None:
-            raise ValueError(
+            raise UserError(
                 "private standardisation needs clip_bound, a public bound B on the rows' L2 norms "
                 "(rows are clipped to it); or pass standardisation='public' to treat the statistics as public"
             )

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from zoo.data.images import DataNotFoundError
-from zoo.data.settings import DATA_DIR_ENV, source_data_dir
+from zoo.data.settings import DATA_DIR_ENV, DataNotFoundError, source_data_dir
+from zoo.errors import MissingFileError, UserError
 
 SYNTHETIC_ROWS = 30_000
 
@@ -63,7 +63,7 @@ def load_table(name: str) -> Tensor:
     if name in SYNTHETIC:
         return SYNTHETIC[name]()
     if name != "lifesci":
-        raise ValueError(f"unknown table {name!r}; known: {list(TABLES)} (or pass a CSV/NumPy file path)")
+        raise UserError(f"unknown table {name!r}; known: {list(TABLES)} (or pass a CSV/NumPy file path)")
     root = source_data_dir()
     path = None if root is None else root / "lifesci" / "lifesci.csv"
     if path is None or not path.is_file():
@@ -79,21 +79,21 @@ def read_table(path: str | Path) -> Tensor:
     estimation: NaN/inf entries, constant columns, fewer than two rows."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no table at {path}")
+        raise MissingFileError(f"no table at {path}")
     try:
         values = np.load(path) if path.suffix == ".npy" else np.loadtxt(path, delimiter=",", ndmin=2)
     except ValueError as error:
-        raise ValueError(f"{path}: not a numeric table without header ({error})") from None
+        raise UserError(f"{path}: not a numeric table without header ({error})") from None
     return check_table(torch.as_tensor(np.asarray(values, dtype=np.float64)), str(path))
 
 
 def check_table(table: Tensor, name: str = "table") -> Tensor:
     if table.dim() != 2 or table.shape[0] < 2 or table.shape[1] < 1:
-        raise ValueError(f"{name} must be a 2-D table with at least 2 rows, got shape {tuple(table.shape)}")
+        raise UserError(f"{name} must be a 2-D table with at least 2 rows, got shape {tuple(table.shape)}")
     bad_rows = (~torch.isfinite(table)).any(1).nonzero().flatten()
     if len(bad_rows):
-        raise ValueError(f"{name} has NaN or infinite entries in {len(bad_rows)} rows (first: row {bad_rows[0]})")
+        raise UserError(f"{name} has NaN or infinite entries in {len(bad_rows)} rows (first: row {bad_rows[0]})")
     constant = (table.std(0) == 0).nonzero().flatten().tolist()
     if constant:
-        raise ValueError(f"{name} has constant columns {constant}: a density over them is degenerate; drop them")
+        raise UserError(f"{name} has constant columns {constant}: a density over them is degenerate; drop them")
     return table

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from zoo.errors import UserError
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
@@ -29,11 +30,11 @@ class TensorDataModule(pl.LightningDataModule):
     ) -> None:
         super().__init__()
         if not isinstance(inputs, Tensor) or not isinstance(labels, Tensor):
-            raise ValueError("inputs and labels must be tensors")
+            raise UserError("inputs and labels must be tensors")
         if labels.dim() != 1 or len(labels) != len(inputs) or labels.dtype.is_floating_point:
-            raise ValueError(f"labels must be {len(inputs)} integers, one per input; got shape {tuple(labels.shape)}")
+            raise UserError(f"labels must be {len(inputs)} integers, one per input; got shape {tuple(labels.shape)}")
         if not dataset_id:
-            raise ValueError("dataset_id must name the data: the privacy ledger records it")
+            raise UserError("dataset_id must name the data: the privacy ledger records it")
         self.inputs, self.labels, self.whole_id = inputs, labels.long(), dataset_id
         self.sample_rate = check_sample_rate(sample_rate)
         self.label = label

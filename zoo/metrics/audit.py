@@ -14,6 +14,8 @@ import torch
 from sklearn.metrics import roc_auc_score, roc_curve
 from torch import Tensor
 
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel
 from zoo.metrics.neighbours import nearest_neighbours
 
 LOWER_BOUND_NOTE = (
@@ -31,7 +33,7 @@ def attack_summary(member_scores: Tensor, non_member_scores: Tensor) -> dict[str
 
 
 def membership_audit(
-    model: Any,
+    model: DPGenerativeModel,
     members: tuple[Tensor, Tensor],
     non_members: tuple[Tensor, Tensor],
     num_samples: int = 10_000,
@@ -40,7 +42,7 @@ def membership_audit(
     """Attack ``model`` with real ``members`` (images, labels it was trained on) against
     held-out ``non_members``; both as (images, labels)."""
     if len(members[0]) == 0 or len(non_members[0]) == 0:
-        raise ValueError("the audit needs at least one member and one non-member")
+        raise UserError("the audit needs at least one member and one non-member")
     samples = model.sample(num_samples, seed=seed)
     report: dict[str, Any] = {
         "nearest_neighbour": attack_summary(
@@ -60,5 +62,5 @@ def membership_audit(
     return report
 
 
-def _log_prob(model: Any, images: Tensor, labels: Tensor) -> Tensor:
+def _log_prob(model: DPGenerativeModel, images: Tensor, labels: Tensor) -> Tensor:
     return model.log_prob(images, labels) if model.num_classes is not None else model.log_prob(images)

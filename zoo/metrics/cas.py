@@ -7,12 +7,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel
 from zoo.metrics.classifiers import accuracy_over_runs, train_and_test
 from zoo.metrics.reference import ReferenceImages, reference_images
 
 
 def classifier_accuracy_on_synthetic(
-    model: Any,
+    model: DPGenerativeModel,
     dataset: str | ReferenceImages,
     classifiers: tuple[str, ...] = ("lr", "mlp", "cnn"),
     num_samples: int = 10_000,
@@ -29,7 +31,7 @@ def classifier_accuracy_on_synthetic(
     a released set (Private Set, P3DM) repeats its few images to fill ``num_samples``.
     """
     if model.num_classes is None:
-        raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional")
+        raise UserError(f"CAS needs labelled samples, but {model.method} is unconditional")
     labels = torch.arange(num_samples) % model.num_classes
     images = model.sample(num_samples, labels=labels, seed=seed) if samples is None else samples
     reference = dataset if isinstance(dataset, ReferenceImages) else reference_images(dataset)

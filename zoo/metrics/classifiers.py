@@ -11,6 +11,8 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 from tqdm.auto import tqdm
 
+from zoo.errors import UserError
+
 CLASSIFIERS = ("lr", "mlp", "cnn", "resnet")
 
 
@@ -35,7 +37,7 @@ def build_network(name: str, image_shape: tuple[int, int, int], num_classes: int
         import timm
 
         return timm.create_model("resnet18", pretrained=False, num_classes=num_classes, in_chans=channels)
-    raise ValueError(f"unknown classifier {name!r}; known: {CLASSIFIERS}")
+    raise UserError(f"unknown classifier {name!r}; known: {CLASSIFIERS}")
 
 
 def train_and_test(

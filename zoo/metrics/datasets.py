@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from zoo.errors import UserError
+
 
 @dataclass(frozen=True)
 class Evaluator:
@@ -41,7 +43,7 @@ def evaluator_for(dataset: str) -> Evaluator:
     for evaluator in evaluators():
         if evaluator.accepts is not None and evaluator.accepts(str(dataset)):
             return evaluator
-    raise ValueError(f"unknown dataset {dataset!r}: known are {sorted(_EVALUATORS)}, or the path of an image folder")
+    raise UserError(f"unknown dataset {dataset!r}: known are {sorted(_EVALUATORS)}, or the path of an image folder")
 
 
 def evaluators() -> list[Evaluator]:

@@ -8,10 +8,12 @@ from typing import Any
 import torch
 from sklearn.metrics import roc_auc_score
 
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel
 from zoo.metrics.reference import ReferenceImages
 
 
-def _log_prob(model: Any, images: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+def _log_prob(model: DPGenerativeModel, images: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
     with torch.no_grad():
         return torch.cat(
             [
@@ -21,18 +23,16 @@ def _log_prob(model: Any, images: torch.Tensor, labels: torch.Tensor | None = No
         )
 
 
-def check_density(metric: str, model: Any, label: int | None) -> None:
+def check_density(metric: str, model: DPGenerativeModel, label: int | None) -> None:
     """Refuse, before any data is read, a density metric the model cannot give."""
     conditional = model.num_classes is not None and model.has_density
     if metric == "ood_auroc" and (label is not None or not conditional):
-        raise ValueError(
-            f"OOD AUROC needs a class-conditional density (log_prob(x, labels)); {model.method} is not one"
-        )
+        raise UserError(f"OOD AUROC needs a class-conditional density (log_prob(x, labels)); {model.method} is not one")
     if not model.has_density:
-        raise ValueError(f"{model.method} has no log_prob")
+        raise UserError(f"{model.method} has no log_prob")
 
 
-def ood_auroc(model: Any, reference: ReferenceImages, label: int | None = None) -> dict[str, Any]:
+def ood_auroc(model: DPGenerativeModel, reference: ReferenceImages, label: int | None = None) -> dict[str, Any]:
     """DP-LFlow §4.4: the whole evaluation split scored by its log-likelihood under class k
     (``log_prob(x, labels=k)``); class-k images are in-distribution, the rest out-of-distribution.
     AUROC per class and their mean; needs a class-conditional density."""
@@ -49,7 +49,9 @@ def ood_auroc(model: Any, reference: ReferenceImages, label: int | None = None) 
     }
 
 
-def heldout_log_likelihood(model: Any, reference: ReferenceImages, label: int | None = None) -> dict[str, Any]:
+def heldout_log_likelihood(
+    model: DPGenerativeModel, reference: ReferenceImages, label: int | None = None
+) -> dict[str, Any]:
     """Mean log-likelihood of the real evaluation images (or their class ``label``) under the model,
     in nats per modelled dimension."""
     check_density("log_likelihood", model, label)

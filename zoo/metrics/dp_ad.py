@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from zoo.errors import UserError
 from zoo.privacy.partition import assign_parts
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_epsilon
@@ -91,7 +92,7 @@ def fit_partition_voters(
     for part in tqdm(range(parts), desc="DP-AD: one flow per part", disable=not progress):
         data = rows[assignment == part].float()
         if len(data) < 2:
-            raise ValueError(f"DP-AD part {part} holds {len(data)} rows; use fewer parts for {len(rows)} rows")
+            raise UserError(f"DP-AD part {part} holds {len(data)} rows; use fewer parts for {len(rows)} rows")
         with torch.random.fork_rng():  # seeded initialisation without touching the caller's RNG
             torch.manual_seed(seed + len(flows))
             flow = StandardisedFlow(data.mean(0), data.std(0))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel
 from zoo.metrics import image_evaluate, table_evaluate  # noqa: F401  (each registers its datasets)
 from zoo.metrics.datasets import evaluator_for, known_metrics
 
@@ -16,7 +18,7 @@ METRICS = known_metrics()
 
 
 def evaluate(
-    model_or_id: Any,
+    model_or_id: DPGenerativeModel | str | Path,
     dataset: str,
     metrics: tuple[str, ...] | None = None,
     num_samples: int | None = None,
@@ -51,23 +53,23 @@ def evaluate(
     diagnostics that no card publishes (``zoo.metrics.publication``). ``figures`` adds the
     family's pictures (PIL images, under ``"figures"``) for ``record_evaluation`` to store.
     """
-    from zoo.loading import load
+    from zoo.release.loading import load
 
     if num_samples is not None and (
         isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1
     ):
-        raise ValueError(f"num_samples must be a positive integer (or None for the default), got {num_samples!r}")
+        raise UserError(f"num_samples must be a positive integer (or None for the default), got {num_samples!r}")
     dataset = str(dataset)
     evaluator = evaluator_for(dataset)
     if metrics is None:
         if evaluator.default_metrics is None:
-            raise ValueError(f"name the metrics to compute for {dataset}; known: {list(evaluator.metrics)}")
+            raise UserError(f"name the metrics to compute for {dataset}; known: {list(evaluator.metrics)}")
         metrics = evaluator.default_metrics(dataset)
     unknown = [m for m in metrics if m not in evaluator.metrics]
     if unknown:
-        raise ValueError(f"unknown metrics for {dataset} {unknown}; known: {list(evaluator.metrics)}")
+        raise UserError(f"unknown metrics for {dataset} {unknown}; known: {list(evaluator.metrics)}")
     foreign = sorted(set(options) - set(evaluator.options))
     if foreign:
-        raise ValueError(f"options {foreign} do not apply to {dataset}; its options: {list(evaluator.options)}")
+        raise UserError(f"options {foreign} do not apply to {dataset}; its options: {list(evaluator.options)}")
     model = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
     return evaluator.run(model, dataset, tuple(metrics), num_samples, seed, progress, figures, **options)

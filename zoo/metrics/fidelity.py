@@ -23,6 +23,7 @@ import torch_fidelity
 from torch import Tensor
 
 from zoo.data.settings import cache_dir
+from zoo.errors import MissingFileError, UserError
 from zoo.metrics.extractors import FEATURE_LAYER, register_lenet
 from zoo.metrics.inception_fid import SMALL_N, inception_extractor, inception_fid_kid, small_n_note
 from zoo.metrics.inception_weights import CONVERTED_NAME, offline_inception_weights
@@ -42,7 +43,7 @@ _RESULT_KEYS = {
 }
 
 
-class FeatureWeightsUnavailable(FileNotFoundError):
+class FeatureWeightsUnavailable(MissingFileError):
     """Inception (or VGG) weights could not be downloaded and no local file was given (a missing file:
     ``dpzoo evaluate`` answers it with its message)."""
 
@@ -57,7 +58,7 @@ def fidelity_metrics(
     """Compare ``samples`` with ``reference`` (both float in [0, 1], N×C×H×W)."""
     unknown = set(metrics) - set(FIDELITY_METRICS)
     if unknown:
-        raise ValueError(f"unknown torch-fidelity metrics {sorted(unknown)}; known: {FIDELITY_METRICS}")
+        raise UserError(f"unknown torch-fidelity metrics {sorted(unknown)}; known: {FIDELITY_METRICS}")
     if len(samples) < SMALL_N:  # KID, unbiased, beside each FID
         metrics = tuple(dict.fromkeys((*metrics, *(KID_BESIDE[m] for m in metrics if m in KID_BESIDE))))
     results: dict[str, dict[str, Any]] = {}
@@ -83,7 +84,7 @@ def _inception_metrics(
     results: dict[str, dict[str, Any]] = {}
     given = weights_path or os.environ.get(WEIGHTS_ENV)
     if "isc" in inception and (given or "").endswith(CONVERTED_NAME):
-        raise ValueError(_NO_HEAD)
+        raise UserError(_NO_HEAD)
     distances = tuple(m for m in inception if m in ("fid", "kid"))
     if distances:
         weights = given or _offline_weights()

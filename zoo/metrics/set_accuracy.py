@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel
 from zoo.metrics.classifiers import accuracy_on, accuracy_over_runs, fit
 from zoo.metrics.reference import ReferenceImages, reference_images
 
@@ -16,10 +18,12 @@ from zoo.metrics.reference import ReferenceImages, reference_images
 EPOCHS, LEARNING_RATE, BATCH = 300, 0.01, 256
 
 
-def set_accuracy(model: Any, dataset: str | ReferenceImages, runs: int = 5, seed: int = 0) -> dict[str, Any]:
+def set_accuracy(
+    model: DPGenerativeModel, dataset: str | ReferenceImages, runs: int = 5, seed: int = 0
+) -> dict[str, Any]:
     """Mean ± std test accuracy (%) of the paper's ConvNet trained on ``model.released_set()``."""
     if not model.releases_a_set:
-        raise ValueError(
+        raise UserError(
             f"set_accuracy trains on a released set, and {model.method} releases a generator, not a set; "
             "use the cas metrics"
         )

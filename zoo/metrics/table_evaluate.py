@@ -12,6 +12,8 @@ from torch import Tensor
 from zoo.baselines import DPGaussianMixture
 from zoo.data.table_datamodule import TableDataModule, split_and_validation
 from zoo.data.tables import ROW_NORM_BOUNDS, TABLES
+from zoo.errors import UserError
+from zoo.methods import DPGenerativeModel
 from zoo.metrics.datasets import Evaluator, register_evaluator
 from zoo.metrics.dp_ad import dp_anomaly_detection_report
 from zoo.metrics.tabular import anomaly_auroc, cross_validated_knn_mse, knn_regression_mse, tail_anomalies
@@ -21,7 +23,7 @@ TABLE_METRICS = ("log_likelihood", "knn_mse", "anomaly_auroc", "dp_mog", "dp_ad"
 
 
 def evaluate_table(
-    model: Any,
+    model: DPGenerativeModel,
     table: str,
     metrics: tuple[str, ...],
     num_samples: int | None = None,
@@ -46,7 +48,7 @@ def evaluate_table(
     """
     unknown = [m for m in metrics if m not in TABLE_METRICS]
     if unknown:
-        raise ValueError(f"unknown metrics for tables {unknown}; known: {list(TABLE_METRICS)}")
+        raise UserError(f"unknown metrics for tables {unknown}; known: {list(TABLE_METRICS)}")
     data = _training_split(model, table, split)
     train, test = data.train_rows, data.test_rows
     results: dict[str, Any] = {}
@@ -74,7 +76,7 @@ def evaluate_table(
     return evaluation
 
 
-def _figures(model: Any, test: Tensor, results: dict[str, Any]) -> dict[str, Image.Image]:
+def _figures(model: DPGenerativeModel, test: Tensor, results: dict[str, Any]) -> dict[str, Image.Image]:
     pictures = {"real_vs_synthetic.png": table_model_picture(model, real=test)}
     anomaly = results.get("anomaly_auroc")
     if anomaly:
@@ -83,11 +85,11 @@ def _figures(model: Any, test: Tensor, results: dict[str, Any]) -> dict[str, Ima
     return pictures
 
 
-def _training_split(model: Any, table: str, split: int) -> TableDataModule:
+def _training_split(model: DPGenerativeModel, table: str, split: int) -> TableDataModule:
     """The split named in the model's ledger, with the validation rows it held out: evaluating on
     rows it trained on would flatter it."""
     split_id = TableDataModule(table, split=split, standardisation="public").dataset_id
-    ledger = getattr(model, "privacy_ledger", None)
+    ledger = model.privacy_ledger
     trained_on = {e.dataset_id for e in (ledger.entries if ledger else [])}
     for trained in sorted(trained_on):
         trained_split, validation_fraction = split_and_validation(trained)
@@ -97,13 +99,13 @@ def _training_split(model: Any, table: str, split: int) -> TableDataModule:
             )
             data.setup()
             return data
-    raise ValueError(
+    raise UserError(
         f"evaluation uses the test rows of {split_id}, but the model was trained on {sorted(trained_on)}; "
         "pass the split it was trained on"
     )
 
 
-def _log_likelihood(model: Any, test: Tensor, table: str, split: int) -> dict[str, Any]:
+def _log_likelihood(model: DPGenerativeModel, test: Tensor, table: str, split: int) -> dict[str, Any]:
     with torch.no_grad():
         scores = model.log_prob(test)
     return {
@@ -114,7 +116,9 @@ def _log_likelihood(model: Any, test: Tensor, table: str, split: int) -> dict[st
     }
 
 
-def _anomaly_detection(model: Any, test: Tensor, anomalies: Tensor, table: str, split: int) -> dict[str, Any]:
+def _anomaly_detection(
+    model: DPGenerativeModel, test: Tensor, anomalies: Tensor, table: str, split: int
+) -> dict[str, Any]:
     """AUROC of the log-likelihood threshold, with the ROC curve kept at 51 false-positive rates."""
     with torch.no_grad():
         roc = anomaly_auroc(model.log_prob(test), model.log_prob(anomalies))
@@ -142,13 +146,13 @@ def _knn(synthetic: Tensor, test: Tensor, table: str, split: int, seed: int) -> 
     }
 
 
-def _dp_mog(model: Any, data: TableDataModule, row_norm_bound: float | None, seed: int) -> dict[str, Any]:
+def _dp_mog(model: DPGenerativeModel, data: TableDataModule, row_norm_bound: float | None, seed: int) -> dict[str, Any]:
     """DP-EM with 3 components at the (ε, δ) and accountant of the model's guarantee on this split.
 
     A second release of the training rows that the model's ledger does not hold: a local diagnostic."""
     bound = row_norm_bound or ROW_NORM_BOUNDS.get(data.table)
     if bound is None:
-        raise ValueError(
+        raise UserError(
             f"the DP-MoG baseline needs row_norm_bound, a public bound on the rows' L2 norms of {data.table}"
         )
     guarantee = model.privacy_ledger.guarantees()[data.dataset_id]

@@ -9,15 +9,17 @@ from sklearn.model_selection import KFold, cross_val_score
 from sklearn.neighbors import KNeighborsRegressor
 from torch import Tensor
 
+from zoo.errors import UserError
+
 
 def knn_regression_mse(synthetic: Tensor, real_test: Tensor, neighbours: int = 5) -> float:
     """Train a kNN regressor on synthetic rows (last column = target, the rest = inputs) and
     return its mean squared error on the real test rows."""
     if synthetic.dim() != 2 or real_test.dim() != 2 or synthetic.shape[1] != real_test.shape[1]:
         shapes = f"{tuple(synthetic.shape)} and {tuple(real_test.shape)}"
-        raise ValueError(f"tables must be 2-D with equal numbers of columns, got {shapes}")
+        raise UserError(f"tables must be 2-D with equal numbers of columns, got {shapes}")
     if synthetic.shape[1] < 2:
-        raise ValueError("kNN regression needs at least one input column besides the target")
+        raise UserError("kNN regression needs at least one input column besides the target")
     regressor = KNeighborsRegressor(n_neighbors=neighbours).fit(synthetic[:, :-1].numpy(), synthetic[:, -1].numpy())
     return float(mean_squared_error(real_test[:, -1].numpy(), regressor.predict(real_test[:, :-1].numpy())))
 
@@ -26,7 +28,7 @@ def cross_validated_knn_mse(rows: Tensor, folds: int = 5, neighbours: int = 5, s
     """Real-data reference for :func:`knn_regression_mse` from ``rows`` alone: each of ``folds``
     folds is predicted by a kNN regressor fitted on the others, and the MSEs are averaged."""
     if rows.dim() != 2 or rows.shape[1] < 2 or len(rows) < 2 * folds:
-        raise ValueError(f"need a 2-D table with >= 2 columns and >= {2 * folds} rows, got {tuple(rows.shape)}")
+        raise UserError(f"need a 2-D table with >= 2 columns and >= {2 * folds} rows, got {tuple(rows.shape)}")
     scores = cross_val_score(
         KNeighborsRegressor(n_neighbors=neighbours),
         rows[:, :-1].numpy(),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import Enum
-from typing import Any
 
 from torch import nn
 
@@ -43,7 +42,7 @@ def declared_private_modules(module: object) -> Sequence[nn.Module]:
     return list(method())
 
 
-def check_finetunable(model: Any) -> None:
+def check_finetunable(model: nn.Module) -> None:
     """Fine-tuning needs every module the barrier privatises to be in the release."""
     barrier = PrivacyBarrier(model.privacy_barrier)
     if barrier in (PrivacyBarrier.ONE_SHOT_RELEASE, PrivacyBarrier.SUBSAMPLED_RELEASE):

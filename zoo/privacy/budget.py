@@ -2,7 +2,7 @@
 
 One plan, one ledger, one budget: ``zoo.train(model, data, budget)`` binds the budget to the model's
 ledger and the data it protects, every stage spends through it (a Release stage by
-``budget.release``, a PrivateSteps stage through ``budget.callback()``, the Lightning callback of
+``budget.release``, a PrivateSteps stage through ``DPCallback(budget)``, the Lightning callback of
 that stage), and afterwards ``budget.ledger`` is the plan's, ``budget.epsilon_spent`` the ε on the plan's
 data and ``budget.ledger_worst_epsilon`` the largest ε of the whole ledger (earlier plans included).
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from torch import Tensor
 
@@ -25,9 +24,6 @@ from zoo.privacy.mechanisms import gaussian_release
 from zoo.privacy.pac import PACEntry, check_pac_settings, pac_release
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_accountant, check_delta, check_epsilon, check_exactly_one, check_positive
-
-if TYPE_CHECKING:
-    from zoo.privacy.callback import DPCallback
 
 
 class Budget:
@@ -159,13 +155,6 @@ class DPBudget(Budget):
         """The dataset id this budget spends on: its own ``dataset_id`` when given, else the data's. ``bind``
         and the private stages both ask here, so every stage of the plan composes on one dataset id."""
         return self.dataset_id or data_id
-
-    def callback(self) -> DPCallback:
-        """The Lightning callback of one private stage: it calibrates, privatises and counts its steps into
-        this budget's ledger."""
-        from zoo.privacy.callback import DPCallback
-
-        return DPCallback(self)
 
     @property
     def epsilon_spent(self) -> float:

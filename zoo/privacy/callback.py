@@ -38,8 +38,8 @@ CHECKPOINT_KEY = "privacy_ledger"
 class DPCallback(pl.Callback):
     """Differential privacy for one stage of any LightningModule that declares its privacy barrier.
 
-    ``DPCallback(budget)`` spends the plan's :class:`~zoo.privacy.budget.DPBudget` (``budget.callback()``
-    builds it; ``zoo.train`` does this per private stage). ``DPCallback(target_epsilon=..., ...)``, with
+    ``DPCallback(budget)`` spends the plan's :class:`~zoo.privacy.budget.DPBudget` (``zoo.train`` builds one
+    per private stage). ``DPCallback(target_epsilon=..., ...)``, with
     ``DPBudget``'s arguments, holds a budget of its own: for a plain ``Trainer(callbacks=[...])``.
     """
 

@@ -1,7 +1,9 @@
 """Errors raised by the privacy machinery, each naming the fix."""
 
+from zoo.errors import UserError
 
-class PrivacyConfigError(ValueError):
+
+class PrivacyConfigError(UserError):
     """A privacy setting or a model declaration that cannot give the promised guarantee."""
 
 

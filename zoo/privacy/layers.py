@@ -16,6 +16,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from zoo.errors import UserError
+
 
 class MaskedLinear(nn.Linear):
     """Linear layer whose weight is multiplied by a fixed 0/1 mask (out × in)."""
@@ -23,7 +25,7 @@ class MaskedLinear(nn.Linear):
     def __init__(self, in_features: int, out_features: int, mask: Tensor) -> None:
         super().__init__(in_features, out_features)
         if mask.shape != (out_features, in_features):
-            raise ValueError(f"mask must have shape {(out_features, in_features)}, got {tuple(mask.shape)}")
+            raise UserError(f"mask must have shape {(out_features, in_features)}, got {tuple(mask.shape)}")
         self.register_buffer("mask", mask.float())
 
     def forward(self, x: Tensor) -> Tensor:

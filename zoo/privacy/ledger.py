@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, TypeVar
 
+from zoo.errors import UserError
 from zoo.privacy.accounting import History, epsilon_spent
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.pac import PACEntry, describe_pac
@@ -80,7 +81,7 @@ class LedgerEntry:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(f"unknown privacy ledger fields {sorted(unknown)}; was it written by a newer dpzoo?")
+            raise UserError(f"unknown privacy ledger fields {sorted(unknown)}; was it written by a newer dpzoo?")
         return cls(**data)
 
 
@@ -241,7 +242,7 @@ class PrivacyLedger:
         """The ledger's notion: dp or pac, or public when the model has seen declared-public data only; a
         ledger holding both dp and pac is refused (nothing composes the two)."""
         if self.entries and self.pac_releases:
-            raise ValueError("the ledger mixes (ε, δ)-DP entries and PAC releases, which do not compose")
+            raise UserError("the ledger mixes (ε, δ)-DP entries and PAC releases, which do not compose")
         if self.pac_releases:
             return "pac"
         return "public" if self.public_data and not self.entries else "dp"
@@ -257,7 +258,7 @@ class PrivacyLedger:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PrivacyLedger:
         if data.get("format") != LEDGER_FORMAT:
-            raise ValueError(f"unsupported privacy ledger format {data.get('format')!r} (expected {LEDGER_FORMAT})")
+            raise UserError(f"unsupported privacy ledger format {data.get('format')!r} (expected {LEDGER_FORMAT})")
         pac = [PACEntry(**r) for r in data.get("pac_releases", [])]
         public = [PublicDataUse(**p) for p in data.get("public_data", [])]
         return cls([LedgerEntry.from_dict(e) for e in data["entries"]], pac, public)

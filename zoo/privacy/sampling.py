@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, default_collate
 
+from zoo.errors import UserError
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_sample_rate
@@ -38,11 +39,11 @@ class PoissonBatches(IterableDataset):
         self.dataset = dataset
         self.dataset_size = len(dataset)  # type: ignore[arg-type]
         if self.dataset_size == 0:
-            raise ValueError("cannot sample private batches from an empty dataset")
+            raise UserError("cannot sample private batches from an empty dataset")
         self.sample_rate = check_sample_rate(sample_rate)
         self.steps_per_epoch = steps_per_epoch or max(1, round(1 / sample_rate))
         if micro_batches < 1:
-            raise ValueError(f"micro_batches must be >= 1, got {micro_batches}")
+            raise UserError(f"micro_batches must be >= 1, got {micro_batches}")
         self.micro_batches = micro_batches
         self.seed = seed
         self._epochs_started = 0

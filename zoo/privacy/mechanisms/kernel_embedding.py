@@ -38,6 +38,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
+from zoo.errors import UserError
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.gaussian_release import clip_rows
@@ -126,12 +127,12 @@ class NoisedEmbedding:
 
     def __call__(self, features: Tensor, labels: Tensor, num_classes: int) -> Tensor:
         if features.dim() != 2 or labels.shape != features.shape[:1]:
-            raise ValueError(
+            raise UserError(
                 f"need (n, D) features and n labels, got {tuple(features.shape)} and {tuple(labels.shape)}"
             )
         rows = features.detach().double()
         if not torch.isfinite(rows).all():
-            raise ValueError("the batch's features are not all finite; nothing was released")
+            raise UserError("the batch's features are not all finite; nothing was released")
         total = labelled_embedding(clip_rows(rows, self.max_norm), labels, num_classes)
         noise = torch.randn(total.shape, generator=self.generator, dtype=torch.float64).to(total.device)
         self.releases += 1

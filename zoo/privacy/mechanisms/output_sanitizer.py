@@ -23,6 +23,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
+from zoo.errors import UserError
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.private_helpers import step_noise_multiplier, step_sensitivity, term_noise_multiplier
@@ -119,14 +120,14 @@ class GradientSanitizer:
         self.noise_multiplier = float(noise_multiplier)
         self.max_grad_norm = check_positive(max_grad_norm, "max_grad_norm")
         if loss_reduction not in ("mean", "sum"):
-            raise ValueError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
+            raise UserError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
         self.loss_reduction = loss_reduction
         self.generator = generator or private_generator()
         self.rows_sanitized = 0
 
     def __call__(self, tensor: Tensor) -> Tensor:
         if tensor.dim() < 1:
-            raise ValueError("the sanitised tensor needs a batch dimension (one row per generated sample)")
+            raise UserError("the sanitised tensor needs a batch dimension (one row per generated sample)")
         return _Sanitize.apply(tensor, self)
 
     def sanitize_gradient(self, grad: Tensor) -> Tensor:

@@ -14,7 +14,7 @@ noise. So
   outputs and public values only: for j ≠ k it is the same under both neighbours, given the same
   earlier outputs. This needs two more things of the code than the schedule: the query leaves the
   queried helper as it was, and a helper's training leaves every other module as it was
-  (``lightning_modules.helper_parts.buffers_restored``; a forward pass in training mode moves
+  (``lightning_modules.parts.helper_parts.buffers_restored``; a forward pass in training mode moves
   spectral norm's power-iteration vectors and batch-norm statistics, and a helper whose part is
   empty skips its forward passes);
 * given the earlier outputs, step t therefore picks one of K items (the helpers' outputs) uniformly
@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from zoo.errors import UserError
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.partition import assign_parts
 
@@ -93,7 +94,7 @@ class PrivateHelpers:
     def check_dataset_size(self, records: int) -> None:
         """Refuse fewer records than helpers, from the public N and K alone (never from the parts' sizes)."""
         if records < self.parts:
-            raise ValueError(
+            raise UserError(
                 f"{self.parts} helpers for {records} records: each helper needs a part of at least one record on "
                 "average; use fewer helpers"
             )

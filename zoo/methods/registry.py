@@ -1,0 +1,37 @@
+"""Methods by name: each method file registers its class (``@register_method``), and the core finds a
+method by the name a config.json or recipe gives, without importing any method file by name."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from zoo.errors import UnknownModelError
+
+if TYPE_CHECKING:
+    from zoo.methods.contract import DPGenerativeModel
+
+_METHODS: dict[str, type[DPGenerativeModel]] = {}
+#: the package whose import registers every method (imported on the first lookup)
+METHODS_PACKAGE = "lightning_modules"
+
+
+def register_method(cls: type[DPGenerativeModel]) -> type[DPGenerativeModel]:
+    """Class decorator: make a DPGenerativeModel loadable by its ``method`` name."""
+    _METHODS[cls.method] = cls
+    return cls
+
+
+def registered_methods() -> dict[str, type[DPGenerativeModel]]:
+    """Every registered method by name (the methods package is imported on first use)."""
+    importlib.import_module(METHODS_PACKAGE)
+    return dict(_METHODS)
+
+
+def method_class(name: str) -> type[DPGenerativeModel]:
+    """The class registered as ``name``; ``UnknownModelError`` names the known ones."""
+    importlib.import_module(METHODS_PACKAGE)
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise UnknownModelError(f"unknown method {name!r}; known methods: {sorted(_METHODS)}") from None

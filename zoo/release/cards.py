@@ -1,0 +1,288 @@
+"""Model cards: huggingface_hub's ``ModelCardData`` (YAML with a ``privacy:`` block and
+``model-index`` results) rendered with the card template ``templates/model_card.md``.
+
+Everything in a card is read from the model's config.json, whose ledger was written by the
+code path that trained the weights; nothing here computes or rounds a guarantee by hand
+beyond calling the accountant named in the ledger. What a method adds (its name, usage lines,
+notes) comes from the method class, which this module never names.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from zoo.errors import UserError
+from zoo.headline import HEADLINE_KEY, headline_disagreement
+from zoo.methods import method_class
+from zoo.privacy import PrivacyLedger
+from zoo.privacy.summary import card_datasets, datasets_line, is_pac, is_public, privacy_metadata
+from zoo.release.layout import CheckpointError
+
+TEMPLATE = "model_card.md"
+BARRIERS = {
+    "B1": "a one-shot statistic released with the Gaussian mechanism",
+    "B1'": "a statistic of each step's Poisson minibatch released with the Gaussian mechanism",
+    "B2": "DP-SGD on a critic or classifier; what is released sees the data only through it",
+    "B3": "per-sample gradients from the critics into the generator output, clipped and noised",
+    "B4": "DP-SGD on every released parameter",
+    "PAC": "the mechanism's whole output, noised once with Gaussian noise calibrated by PAC privacy (not DP)",
+    "public": "none: the model was trained on data declared public, without noise",
+}
+
+
+
+
+#: what public data is, on the card of a model that has seen nothing else
+PUBLIC_DATA = (
+    "declared public by whoever trained the model, for the reason given; it is used without noise, charged no "
+    "(ε, δ) and protected by nothing"
+)
+#: what public data is, on the card of a model that also has protected data: the reason belongs to the stages
+#: that declared it (a base's pretraining, say), and claims nothing about the data protected after them
+PUBLIC_DATA_OF_EARLIER_STAGES = (
+    "declared public by whoever ran the stages named below, for the reason they gave then: their words describe "
+    "that data, not the protected data above. It is used without noise, charged no (ε, δ) and protected by nothing"
+)
+#: the rows of a card's Data section (``config["data"]``, all optional), in this order
+DATA_LABELS = {
+    "name": "name",
+    "records": "records (as the privacy ledger names them)",
+    "classes": "classes",
+    "images": "training images",
+    "image_shape": "image shape",
+    "preprocessing": "preprocessing",
+    "held_out": "held out of training",
+}
+
+
+def headline(config: dict[str, Any], method: type | None = None) -> dict[str, Any]:
+    """What ``dpzoo list`` shows of a model (``zoo.headline``), computed from its ledger: ``save_pretrained``
+    stores it in config.json so that listing runs no accountant. ``epsilon`` and ``delta`` are None for a
+    PAC-private model (no (ε, δ)), whose ``pac`` holds its bounds instead, and for a public base. ``method``:
+    the model's class (default: the registered class of ``config["method"]``)."""
+    privacy = privacy_metadata(config)
+    return {
+        "method": (method or method_class(config["method"])).display_name(config),
+        "dataset": datasets_line(privacy),
+        "notion": privacy["notion"],
+        "epsilon": privacy.get("epsilon"),
+        "delta": privacy.get("delta"),
+        "accountant": privacy.get("accountant"),
+        "pac": privacy["guarantees"] if is_pac(privacy) else None,
+    }
+
+
+#: the (stored headline, ledger) pairs found to agree in this process: one ledger always gives one guarantee, so
+#: loading a model again does not run its accountants again
+_AGREEING: set[str] = set()
+
+
+def check_headline(config: dict[str, Any], name: str | Path, method: type | None = None) -> None:
+    """Refuse the model ``name`` when its config.json states another guarantee than its ledger gives (a config
+    without a stored headline states none). ``method`` as for ``headline``."""
+    stored = config.get(HEADLINE_KEY)
+    key = json.dumps([stored, config["privacy_ledger"], config["released_modules"]], sort_keys=True)
+    if stored is None or key in _AGREEING:
+        return
+    disagreement = headline_disagreement(stored, headline(config, method))
+    if disagreement:
+        raise CheckpointError(
+            f"{name}: the guarantee config.json states disagrees with the one recomputed from its privacy ledger "
+            f"({disagreement}); the folder was edited or written by another dpzoo: do not trust its stated guarantee"
+        )
+    _AGREEING.add(key)
+
+
+def model_card(config: dict[str, Any], load_as: str, method: type | None = None) -> ModelCard:
+    """The card of a model folder; ``load_as`` is what its usage snippet passes to ``zoo.load``.
+    ``method``: the model's class (default: the registered class of ``config["method"]``)."""
+    method = method or method_class(config["method"])
+    privacy = privacy_metadata(config)
+    ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    datasets = sorted({dataset.split("/")[0] for dataset in card_datasets(privacy)})
+    evaluation = config.get("evaluation") or {}
+    results = evaluation.get("results", [])
+    data = ModelCardData(
+        library_name="dpzoo",
+        license=config.get("license"),
+        tags=[_notion_tag(privacy), *method.card_tags(config), *datasets, "dpzoo"],
+        datasets=datasets,
+        model_name=config["model_id"],
+        eval_results=[EvalResult(**result) for result in results] or None,
+        privacy=privacy,
+    )
+    template = resources.files("zoo.release").joinpath("templates", TEMPLATE).read_text()
+    return ModelCard.from_template(
+        data,
+        template_str=template,
+        model_id=config["model_id"],
+        method=method.display_name(config),
+        guarantees=privacy["guarantees"],
+        privacy=privacy,
+        pac=is_pac(privacy),
+        public=is_public(privacy),
+        public_data=privacy.get("public_data", []),
+        public_data_means=PUBLIC_DATA_OF_EARLIER_STAGES if ledger.entries else PUBLIC_DATA,
+        load_as=load_as,
+        usage=method.card_usage(config),
+        data_rows=data_rows(config.get("data") or {}),
+        license=config.get("license"),
+        barrier_description=BARRIERS.get(privacy["barrier"], privacy["barrier"]),
+        ledger_rows=_ledger_rows(config),
+        notes=[*method.card_notes(config), *_composition_notes(privacy), *_sources_notes(ledger)],
+        recipe=config.get("recipe") or {},
+        evaluation=evaluation,
+        results=results,
+        per_class=_per_class_tables(evaluation.get("details", {}).get("results", {})),
+    )
+
+
+def check_data(data: dict[str, Any]) -> None:
+    """Refuse a data description the card would not show whole: keys other than ``DATA_LABELS``, or a local path
+    where the data's name belongs (a card is made to be published)."""
+    if not isinstance(data, dict):
+        raise UserError(f"data must be a dict with keys among {list(DATA_LABELS)}, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(DATA_LABELS))
+    if unknown:
+        raise UserError(f"data has keys {unknown} that no card shows; its keys are {list(DATA_LABELS)}")
+    name = data.get("name")
+    if name is not None and (not isinstance(name, str) or Path(name).expanduser().is_absolute()):
+        raise UserError(
+            f"data['name'] must name the data in words, not as a local path ({name!r}): the card is published"
+        )
+
+
+def data_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """The card's Data section: one (label, value) row per key of ``data`` that is given."""
+    shown = {
+        "records": lambda records: f"`{records}`",
+        "classes": lambda classes: f"{len(classes)}: " + ", ".join(map(str, classes)),
+        "images": lambda images: f"{images:,}",
+        "image_shape": lambda shape: "×".join(map(str, shape)),
+        "held_out": _held_out_text,
+    }
+    return [
+        (label, _table_cell(shown.get(key, str)(data[key])))
+        for key, label in DATA_LABELS.items()
+        if data.get(key) is not None
+    ]
+
+
+def _held_out_text(held_out: dict[str, Any]) -> str:
+    """Its size and digest first, then how it was chosen (a folder's ``test/`` part, or a fraction and seed)."""
+    rest = {k: v for k, v in held_out.items() if k not in ("images", "digest") and v is not None}
+    size = f"{held_out['images']:,} images" if "images" in held_out else "images"
+    digest = f" ({held_out['digest']})" if held_out.get("digest") else ""
+    return size + digest + "".join(f"; {key} {value}" for key, value in rest.items())
+
+
+def _table_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _sources_notes(ledger: PrivacyLedger) -> list[str]:
+    """What the ledger itself shows about protected and public data seen together: their records come from
+    different sources (it refuses otherwise). Nothing is said where a use does not name its source."""
+    protected = {entry.records_source for entry in ledger.entries}
+    public = {use.records_source for use in ledger.public_data}
+    if not protected or not public or None in protected | public or protected & public:
+        return []
+    return [
+        f"The protected records come from {', '.join(sorted(protected))}, the public records from "
+        f"{', '.join(sorted(public))}: different sources, as the ledger requires (it refuses to protect records "
+        "of a source declared public). It does not compare the images themselves."
+    ]
+
+
+def _notion_tag(privacy: dict[str, Any]) -> str:
+    if is_public(privacy):
+        return "public-data-only"
+    return "pac-privacy" if is_pac(privacy) else "differential-privacy"
+
+
+def _ledger_rows(config: dict[str, Any]) -> list[list[str]]:
+    ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    epsilons = {d: ledger.epsilon(d) for d in dict.fromkeys(e.dataset_id for e in ledger.entries)}
+    return [
+        [
+            entry.dataset_id,
+            entry.mechanism,
+            f"{entry.noise_multiplier:.4g}",
+            f"{entry.clip_norm:g}",
+            f"{entry.sample_rate:g}",
+            str(entry.steps),
+            f"{entry.delta:g}",
+            entry.accountant,
+            f"{epsilons[entry.dataset_id]:.4g}",
+        ]
+        for entry in ledger.entries
+    ]
+
+
+def _per_class_tables(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per metric that was also measured class by class (OOD AUROC of each class's model)."""
+    tables = []
+    for metric, result in details.items():
+        per_class = result.get("per_class") if isinstance(result, dict) else None
+        if per_class:
+            per_class = {str(c): v for c, v in per_class.items()}  # int keys when fresh, str once stored as JSON
+            tables.append(
+                {
+                    "metric": metric,
+                    "classes": list(per_class),
+                    "scores": [f"{v:.3f}" for v in per_class.values()],
+                    "mean": f"{result['value']:.3f}",
+                }
+            )
+    return tables
+
+
+#: above this ε a card says plainly that the number protects no one
+VACUOUS_EPSILON = 100.0
+
+
+def _composition_notes(privacy: dict[str, Any]) -> list[str]:
+    notes = _shared_records_notes(privacy["guarantees"])
+    for guarantee in privacy["guarantees"]:
+        if guarantee.get("epsilon", 0.0) > VACUOUS_EPSILON:  # a PAC guarantee has no ε
+            notes.append(
+                f"ε = {guarantee['epsilon']:g} for {guarantee['dataset']} protects no one: it allows any outcome "
+                f"to become e^{guarantee['epsilon']:g} times likelier with a record than without, so this model "
+                "shows what the method learns under the noise its sound accounting sets, not a private release."
+            )
+        if guarantee["partitions"]:
+            parts = guarantee["partitions"]
+            trained = "one disjoint part" if parts == 1 else f"{parts} disjoint parts, each at its own budget"
+            notes.append(
+                f"Trained on {trained} of {guarantee['dataset']}; by parallel composition the release is "
+                f"(ε = {guarantee['epsilon']}, δ = {guarantee['delta']:g})-DP for the whole dataset."
+            )
+    groups = {frozenset([g["dataset"], *g.get("composed_with", [])]) for g in privacy["guarantees"]}
+    if len(groups) > 1:
+        notes.append(
+            "The model was trained (or fine-tuned) on several datasets; each dataset has its own guarantee, "
+            "and later training on other records is post-processing for the earlier data."
+        )
+    return notes
+
+
+def _shared_records_notes(guarantees: list[dict[str, Any]]) -> list[str]:
+    """One note per group of datasets drawn from one source (other splits of the same records)."""
+    notes, noted = [], set()
+    for guarantee in guarantees:
+        group = [guarantee["dataset"], *guarantee.get("composed_with", [])]
+        if len(group) > 1 and guarantee["dataset"] not in noted:
+            noted.update(group)
+            notes.append(
+                f"{' and '.join(group)} are drawn from the same records (other splits of one source), so they "
+                f"may share records: their ledger entries compose, and the (ε = {guarantee['epsilon']}, "
+                f"δ = {guarantee['delta']:g}) of each covers them all."
+            )
+    return notes
+
+

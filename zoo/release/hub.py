@@ -1,0 +1,353 @@
+"""save_pretrained / from_pretrained / push_to_hub for the Hub layout (``zoo.release.layout``).
+
+Weights are safetensors holding the released modules only (nothing is ever unpickled); the
+card comes from ``zoo.release.cards``, the picture from the model itself (``sample_picture``);
+``huggingface_hub`` does the transport.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from huggingface_hub import HfApi, constants, get_token
+from huggingface_hub.errors import HfHubHTTPError
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+from safetensors.torch import save as safetensors_bytes
+
+import zoo
+from zoo.errors import UserError
+from zoo.headline import HEADLINE_KEY
+from zoo.methods import DPGenerativeModel, method_class
+from zoo.privacy import PrivacyLedger
+from zoo.release.cards import check_data, check_headline, headline, model_card
+from zoo.release.layout import (
+    CARD_NAME,
+    CONFIG_FORMAT,
+    SAMPLES_NAME,
+    WEIGHTS_NAME,
+    CheckpointError,
+    holds_model,
+    load_config,
+    publishable_command,
+    publishable_path,
+    published_files,
+    write_config,
+)
+from zoo.release.registry import default_load_name
+
+__all__ = [
+    "CheckpointError",
+    "HubUnavailableError",
+    "SaveTargetError",
+    "check_save_target",
+    "from_pretrained",
+    "push_folder",
+    "push_to_hub",
+    "save_pretrained",
+]
+
+#: the transport errors of the HTTP client huggingface_hub uses: httpx2 (2.x), httpx (1.x) or requests (0.x)
+_CLIENT_NETWORK_ERRORS = (
+    ("httpx2", "TransportError"),
+    ("httpx", "TransportError"),
+    ("requests", "ConnectionError"),
+    ("requests", "Timeout"),
+)
+
+
+class SaveTargetError(CheckpointError):
+    """A folder ``save_pretrained`` must not or cannot write: it already holds a model, or is not writable."""
+
+
+class HubUnavailableError(CheckpointError):
+    """Publishing cannot happen: offline, no token, or the Hub unreachable or refusing the upload."""
+
+
+def released_state_dict(model: DPGenerativeModel) -> dict[str, torch.Tensor]:
+    """The weights of the released modules, refusing any module the guarantee does not cover."""
+    released, withheld = set(model.released_modules), set(model.never_released)
+    if released & withheld:
+        raise CheckpointError(f"{model.method} declares {sorted(released & withheld)} both released and never released")
+    withheld_params = {id(p) for name in withheld for p in model.get_submodule(name).parameters()}
+    state: dict[str, torch.Tensor] = {}
+    for name in model.released_modules:
+        module = model.get_submodule(name)
+        if any(id(p) in withheld_params for p in module.parameters()):
+            raise CheckpointError(f"released module {name!r} shares parameters with a never-released module")
+        for key, tensor in module.state_dict().items():
+            # a copy of each: buffers that share memory (a mask reused by several layers) cannot be saved as views
+            state[f"{name}.{key}"] = tensor.detach().cpu().clone().contiguous()
+    return state
+
+
+def build_config(
+    model: DPGenerativeModel,
+    model_id: str,
+    recipe: dict[str, Any] | None = None,
+    evaluation: dict[str, Any] | None = None,
+    weights_dtype: str = "float32",
+    *,
+    license: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """config.json of ``model``: what it is, how it was trained (commands without local paths), the licence and
+    data description given, its ledger, and the headline ``dpzoo list`` reads (``zoo.release.cards.headline``)."""
+    ledger = model.privacy_ledger
+    if not isinstance(ledger, PrivacyLedger) or not (ledger.entries or ledger.pac_releases or ledger.public_data):
+        raise CheckpointError(
+            f"{model_id}: the model has no privacy ledger; only models trained through their stages "
+            "(zoo.train, zoo.pretrain_public, dpzoo fit) can be saved, with what they were trained on."
+        )
+    check_license(license)
+    if data is not None:
+        check_data(data)
+    config = {
+        "format": CONFIG_FORMAT,
+        "library": "dpzoo",
+        "dpzoo_version": zoo.__version__,
+        "model_id": model_id,
+        "method": model.method,
+        "architecture": _jsonable(model.architecture()),
+        "released_modules": list(model.released_modules),
+        "weights_dtype": weights_dtype,
+        "license": license,
+        "data": _jsonable(data),
+        "recipe": _publishable_recipe(recipe),
+        "evaluation": _publishable_evaluation(evaluation),
+        "privacy_ledger": ledger.to_dict(),
+    }
+    return {**config, HEADLINE_KEY: headline(config, type(model))}
+
+
+def check_license(license: str | None) -> None:
+    """A licence is the user's choice, given as an identifier (the Hub's ``license:``), or None for none."""
+    if license is not None and (not isinstance(license, str) or not license or any(c.isspace() for c in license)):
+        raise UserError(f"license must be a licence identifier such as 'apache-2.0' or 'cc-by-4.0', got {license!r}")
+
+
+def _publishable_recipe(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The recipe with its file and command free of this machine's absolute paths (``publishable_command``)."""
+    if not recipe:
+        return recipe
+    published = dict(recipe)
+    if isinstance(published.get("config"), str):
+        published["config"] = publishable_path(published["config"])
+    elif isinstance(published.get("config"), list):
+        published["config"] = [publishable_path(path) for path in published["config"]]
+    if published.get("command"):
+        published["command"] = publishable_command(published["command"])
+    return published
+
+
+def _publishable_evaluation(evaluation: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not evaluation or not evaluation.get("command"):
+        return evaluation
+    return {**evaluation, "command": publishable_command(evaluation["command"])}
+
+
+def save_pretrained(
+    model: DPGenerativeModel,
+    directory: str | Path,
+    *,
+    model_id: str | None = None,
+    recipe: dict[str, Any] | None = None,
+    evaluation: dict[str, Any] | None = None,
+    weights_dtype: str = "float32",
+    sample_seed: int = 0,
+    load_as: str | None = None,
+    overwrite: bool = False,
+    license: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> Path:
+    """Write the Hub layout of ``model`` into ``directory`` (created if needed).
+
+    A folder that already holds a model is replaced only with ``overwrite`` (``check_save_target``).
+    Every file is written to a staging folder first and moved in only when all succeeded, so a
+    failure never leaves a half-written model. ``load_as`` is what the card's usage snippet passes
+    to ``zoo.load`` (default: the model id for a shipped checkpoint, else the folder's name).
+    ``license``: the licence identifier the user chose (none by default: the card says it is unspecified).
+    ``data``: the training data as the card describes it (``zoo.release.cards.DATA_LABELS``: name, records, classes,
+    images, image_shape, preprocessing, held_out; all optional)."""
+    if weights_dtype not in ("float32", "float16"):
+        raise UserError(f"weights_dtype must be 'float32' or 'float16', got {weights_dtype!r}")
+    directory = check_save_target(directory, overwrite)
+    model_id = model_id or directory.name
+    config = build_config(model, model_id, recipe, evaluation, weights_dtype, license=license, data=data)
+    state = released_state_dict(model)
+    if weights_dtype == "float16":
+        state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.staging-", dir=directory.parent))
+    try:
+        # as bytes through an ordinary open: the file gets the umask's mode like the others (save_file gives 0600)
+        weights = safetensors_bytes(state, metadata={"format": "pt", "method": model.method})
+        (staging / WEIGHTS_NAME).write_bytes(weights)
+        write_config(staging, config)
+        model.sample_picture(seed=sample_seed).save(staging / SAMPLES_NAME)
+        model_card(config, load_as or default_load_name(model_id, directory), type(model)).save(staging / CARD_NAME)
+        directory.mkdir(exist_ok=True)
+        for file in staging.iterdir():
+            os.replace(file, directory / file.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return directory
+
+
+def check_save_target(directory: str | Path, overwrite: bool = False) -> Path:
+    """``directory`` as a Path if ``save_pretrained`` may write a model there, else a SaveTargetError
+    naming the reason. It writes nothing, so ``dpzoo fit`` calls it before training, not after."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise SaveTargetError(f"cannot save a model to {directory}: it is a file, not a folder")
+    if not overwrite and holds_model(directory):
+        raise SaveTargetError(
+            f"{directory} already holds a model; pass overwrite=True (dpzoo fit: --overwrite) to replace it"
+        )
+    for folder in _folders_written(directory):
+        if not folder.is_dir():
+            raise SaveTargetError(f"cannot save a model to {directory}: {folder} is a file, not a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise SaveTargetError(f"cannot save a model to {directory}: {folder} is not writable")
+    return directory
+
+
+def _folders_written(directory: Path) -> list[Path]:
+    """The existing folders a save writes in: the nearest existing ancestor of ``directory.parent``
+    (missing parents are created there, then the staging folder beside ``directory``), and
+    ``directory`` itself when it exists (the files are moved into it)."""
+    parent = directory.parent
+    nearest = next(folder for folder in (parent, *parent.parents) if folder.exists())
+    return [directory, nearest] if directory.is_dir() else [nearest]
+
+
+def from_pretrained(directory: str | Path) -> DPGenerativeModel:
+    """Rebuild the model of a local Hub-layout folder, in eval mode, with its privacy ledger; refused when the
+    guarantee its config.json states is not the one its ledger gives (``zoo.release.cards.check_headline``)."""
+    directory = Path(directory)
+    config = load_config(directory)
+    cls = method_class(config["method"])
+    check_headline(config, directory, cls)
+    if list(config["released_modules"]) != list(cls.released_modules):
+        raise CheckpointError(
+            f"{directory}: config releases {config['released_modules']} but {cls.method} releases "
+            f"{list(cls.released_modules)}"
+        )
+    try:
+        model = cls(**config["architecture"])
+    except TypeError as error:
+        raise CheckpointError(f"{directory}: architecture in config.json does not fit {cls.method}: {error}") from None
+    weights = directory / WEIGHTS_NAME
+    if not weights.is_file():
+        raise CheckpointError(f"{weights} is missing")
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError) as error:
+        advice = _corrupt_weights_advice(directory)
+        raise CheckpointError(f"{weights} is corrupt or truncated ({error}); {advice}") from None
+    for name in cls.released_modules:
+        prefix = f"{name}."
+        part = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+        try:
+            model.get_submodule(name).load_state_dict(part, strict=True)
+        except RuntimeError as error:
+            raise CheckpointError(f"{weights} does not match the architecture in config.json: {error}") from None
+    unexpected = [k for k in state if k.split(".", 1)[0] not in cls.released_modules]
+    if unexpected:
+        raise CheckpointError(f"{weights} holds tensors of modules it should not release: {unexpected[:5]}")
+    model.privacy_ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    model.pretrained_config = config
+    return model.eval()
+
+
+def _corrupt_weights_advice(directory: Path) -> str:
+    """A download is fetched again, but only once its cache folder is gone (the cache keeps the broken
+    copy); a local folder has no copy to fetch."""
+    cache, folder = Path(constants.HF_HUB_CACHE).resolve(), directory.resolve()
+    if folder != cache and folder.is_relative_to(cache):
+        return f"download it again: delete {cache / folder.relative_to(cache).parts[0]}, then load the model again"
+    return "re-save the model with save_pretrained, or check that this is a dpzoo model folder"
+
+
+def push_to_hub(
+    model: DPGenerativeModel, repo_id: str, token: str | None = None, private: bool = False, **save_kwargs: Any
+) -> str:
+    """Save ``model`` in Hub layout and upload it to ``repo_id``; returns the commit URL."""
+    token = _hub_token(token)
+    with tempfile.TemporaryDirectory() as folder:
+        model_id = save_kwargs.pop("model_id", repo_id.split("/")[-1])
+        save_pretrained(model, folder, model_id=model_id, load_as=f"hf-hub:{repo_id}", **save_kwargs)
+        return _upload(folder, repo_id, token, private)
+
+
+def push_folder(directory: str | Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
+    """Upload an existing model folder (after checking that it loads), its card's usage snippet
+    pointing at the Hub repository."""
+    token = _hub_token(token)
+    from_pretrained(directory)
+    with tempfile.TemporaryDirectory() as folder:
+        for name in published_files(directory):
+            shutil.copy2(Path(directory) / name, Path(folder) / name)
+        model_card(load_config(folder), f"hf-hub:{repo_id}").save(Path(folder) / CARD_NAME)
+        return _upload(folder, repo_id, token, private)
+
+
+def _hub_token(token: str | None) -> str:
+    """The token to publish with, checked before any work is done: offline or without a token the
+    upload can only fail, after saving, with huggingface_hub's own error."""
+    if constants.HF_HUB_OFFLINE:
+        raise HubUnavailableError("publishing to the Hugging Face Hub needs the network, but HF_HUB_OFFLINE is set")
+    token = token or get_token()
+    if not token:
+        raise HubUnavailableError(
+            "no Hugging Face token: pass token=... (dpzoo push: --token), set HF_TOKEN or run `hf auth login`"
+        )
+    return token
+
+
+def _upload(folder: str, repo_id: str, token: str, private: bool) -> str:
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=folder,
+            allow_patterns=published_files(folder),
+            commit_message="Upload dpzoo model",
+        )
+    except HfHubHTTPError as error:
+        raise HubUnavailableError(f"the Hugging Face Hub refused to publish {repo_id}: {_one_line(error)}") from None
+    except _network_errors() as error:
+        reason = _one_line(error)
+        raise HubUnavailableError(f"cannot reach the Hugging Face Hub to publish {repo_id}: {reason}") from None
+    return str(commit.commit_url)
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """Connection failures and timeouts, whichever HTTP client this huggingface_hub uses."""
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]  # OfflineModeIsEnabled is a ConnectionError
+    for module, name in _CLIENT_NETWORK_ERRORS:
+        try:
+            errors.append(getattr(importlib.import_module(module), name))
+        except ImportError:
+            continue
+    return tuple(errors)
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value

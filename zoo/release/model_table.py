@@ -1,0 +1,175 @@
+"""The model table of README.md and docs/models.md, generated from the shipped checkpoints' config.json files,
+never copied by hand. Standard library only: it reads JSON and writes Markdown.
+
+    python -m zoo.release.model_table            # rewrite the table blocks of README.md and docs/models.md
+    python -m zoo.release.model_table --check    # exit 1 if either is out of date
+
+Each row: the model id (README: linked to its card, ``checkpoints/<id>/README.md``; docs: linked to its method's
+page, since a docs page may only link inside docs/), the method, the private data, the guarantee as the card
+headlines it ((ε, δ), a PAC bound, or none for a model of public data only) and the headline numbers its card
+measured, each with the extractor or classifier that measured it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+START, END = "<!-- model-table:start -->", "<!-- model-table:end -->"
+
+#: method key of config.json (or, for per-class models, the base method) → docs page under docs/methods/
+METHOD_PAGES = {
+    "dp-lflow": "dp-lflow",
+    "dp-nf": "dp-nf",
+    "dp2-vae": "dp2-vae",
+    "dp2-vae-dp-encoder": "dp2-vae",
+    "gs-wgan": "gs-wgan",
+    "private-set": "private-set",
+    "p3dm": "p3dm",
+    "dp-merf": "dp-merf",
+    "dp-mepf": "dp-mepf",
+    "dp-kernel": "dp-kernel",
+}
+#: table order: methods in this order, then data, then ε
+METHOD_ORDER = list(dict.fromkeys(METHOD_PAGES.values()))
+
+
+def load_configs(checkpoints: Path) -> list[dict[str, Any]]:
+    """Every ``checkpoints/<id>/config.json``, in table order."""
+    configs = [json.loads(path.read_text()) for path in sorted(checkpoints.glob("*/config.json"))]
+    return sorted(configs, key=_order)
+
+
+def method_key(config: dict[str, Any]) -> str:
+    """``dp-merf``, …; a per-class model is named by its base method."""
+    method = config["method"]
+    if method == "per-class":
+        method = (config.get("architecture") or {}).get("base_method", method)
+    return str(method)
+
+
+def method_page(config: dict[str, Any]) -> str:
+    return METHOD_PAGES.get(method_key(config), "index")
+
+
+def _order(config: dict[str, Any]) -> tuple:
+    page = method_page(config)
+    headline = config.get("headline") or {}
+    epsilon = headline.get("epsilon")
+    return (METHOD_ORDER.index(page) if page in METHOD_ORDER else len(METHOD_ORDER), data_name(config),
+            -1.0 if epsilon is None else epsilon, config["model_id"])
+
+
+def data_name(config: dict[str, Any]) -> str:
+    """The private data's name (``mnist``, a folder's name), public data after it: ``… (+ public: name)``."""
+    dataset = (config.get("headline") or {}).get("dataset") or ""
+    private, public = [], []
+    for part in dataset.split(", "):
+        name = part.split("/")[0].split("@")[0]
+        (public if part.endswith("(public)") else private).append(name)
+    names = ", ".join(private) if private else "public data only: " + ", ".join(public)
+    return names + (f" (+ public: {', '.join(public)})" if private and public else "")
+
+
+def guarantee(config: dict[str, Any]) -> str:
+    headline = config.get("headline") or {}
+    if headline.get("epsilon") is not None:
+        return f"(ε = {headline['epsilon']:g}, δ = {headline['delta']:g})-DP"
+    if headline.get("pac"):
+        bounds = "; ".join(
+            f"MI ≤ {entry['mi_bound_nats']:g} nat (confidence {entry['confidence']:g})" for entry in headline["pac"]
+        )
+        return f"PAC privacy: {bounds}"
+    return "none needed: public data only"
+
+
+def _results(config: dict[str, Any]) -> dict[str, Any]:
+    return (((config.get("evaluation") or {}).get("details") or {}).get("results")) or {}
+
+
+def headline_numbers(config: dict[str, Any]) -> str:
+    """The card's headline measurements: CNN CAS, the paper's set accuracy, FID with its extractor and sample
+    count, and for tables the test log-likelihood and anomaly AUROC."""
+    results, parts = _results(config), []
+    if "cas_cnn" in results:
+        parts.append(f"CNN CAS {_mean_std(results['cas_cnn'])}")
+    if "set_accuracy" in results:
+        parts.append(f"set accuracy {_mean_std(results['set_accuracy'])}")
+    for name, extractor in (("fid", "Inception"), ("fid_lenet", "LeNet")):
+        if name in results:
+            samples = (results[name].get("protocol") or {}).get("samples")
+            count = f", {samples:,} samples" if isinstance(samples, int) else ""
+            parts.append(f"FID {results[name]['value']:.1f} ({extractor}{count})")
+    if "log_likelihood" in results and "cas_cnn" not in results:
+        parts.append(f"test log-likelihood {results['log_likelihood']['value']:.3g}")
+    if "anomaly_auroc" in results:
+        parts.append(f"anomaly AUROC {results['anomaly_auroc']['value']:.3f}")
+    return "; ".join(parts) or "not evaluated"
+
+
+def _mean_std(result: dict[str, Any]) -> str:
+    std = result.get("std")
+    return f"{result['value']:.2f}" + (f" ± {std:.2f}" if std is not None else "")
+
+
+def table(configs: list[dict[str, Any]], link: str) -> list[str]:
+    """Markdown lines of the table. ``link``: ``"card"`` (README: ``checkpoints/<id>/README.md``) or ``"docs"``
+    (docs/models.md: the method's page)."""
+    lines = ["| model | method | data | guarantee | headline numbers |", "|---|---|---|---|---|"]
+    for config in configs:
+        model_id = config["model_id"]
+        target = f"checkpoints/{model_id}/README.md" if link == "card" else f"methods/{method_page(config)}.md"
+        method = (config.get("headline") or {}).get("method") or method_key(config)
+        lines.append(
+            f"| [{model_id}]({target}) | {method} | {data_name(config)} | {guarantee(config)} | "
+            f"{headline_numbers(config)} |"
+        )
+    return lines
+
+
+def replace_block(text: str, lines: list[str], source: str) -> str:
+    """``text`` with the lines between the start and end markers replaced."""
+    if START not in text or END not in text:
+        raise ValueError(f"{source} has no {START} … {END} block")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    note = (
+        "<!-- generated by `python -m zoo.release.model_table` from checkpoints/*/config.json; do not edit by hand -->"
+    )
+    return head + START + "\n" + note + "\n" + "\n".join(lines) + "\n" + END + tail
+
+
+def targets(root: Path = ROOT) -> dict[Path, str]:
+    """Each file holding the table → the up-to-date text of that file."""
+    configs = load_configs(root / "checkpoints")
+    out = {}
+    for path, link in ((root / "README.md", "card"), (root / "docs" / "models.md", "docs")):
+        out[path] = replace_block(path.read_text(), table(configs, link), str(path))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zoo.release.model_table", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if README.md or docs/models.md is out of date")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this checkout)")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in targets(args.root).items():
+        if path.read_text() != text:
+            stale.append(path)
+            if not args.check:
+                path.write_text(text)
+    if args.check and stale:
+        print(f"out of date: {', '.join(map(str, stale))}; run `python -m zoo.release.model_table`", file=sys.stderr)
+        return 1
+    for path in stale:
+        print(f"rewrote the model table of {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
