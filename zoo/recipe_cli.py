@@ -4,8 +4,8 @@ instantiated by LightningCLI (jsonargparse), into the objects a plan needs (``Re
 - ``privacy:`` is the budget of the whole plan, a ``zoo.privacy.Budget`` (none for data declared public).
 - ``--images PATH`` replaces the recipe's data by ``zoo.data.ImageFolderDataModule`` on that folder, where it
   stands on the command line (``ImagesOption``, a jsonargparse action), as every LightningCLI option applies
-  left to right: after ``--config``, and before the folder's own options (``--data.init_args.image_size 32``).
-  Of the recipe's data settings only ``sample_rate`` carries over; the rest are the folder's defaults.
+  left to right: after ``--config``, and before the folder's own options (``--data.init_args.image_size 32``);
+  the other orders are refused, saying so. Of the recipe's data settings only ``sample_rate`` carries over.
 - A class's own error (a ``zoo.errors.UserError``: an ε below zero, a missing folder) raised while the
   recipe's objects are built is raised as it is: jsonargparse reports it wrapped in its own message, and the
   class's exception is found among that report's causes, never by its text.
@@ -120,18 +120,16 @@ class DPZooCLI(LightningCLI):
         )
 
     def before_instantiate_classes(self) -> None:
-        """A recipe given after ``--images`` would silently replace the folder, and a model's image shape or
-        class count that no net can take would fail deep inside torch: both refused in plain words."""
+        """A model's image shape or class count that no net can take would fail deep inside torch, and an
+        ``images`` value that did not replace the data (a recipe's ``images:`` key) would be ignored: both
+        refused in plain words."""
         model = self.config.get("model")
         if model is not None and model.get("init_args") is not None:
             check_data_arguments(model.class_path, model.init_args.as_dict())
         images = self.config.get("images")
         data = self.config.get("data")
         if images is not None and (data is None or data.class_path != IMAGE_FOLDER or data.init_args.root != images):
-            raise UserError(
-                f"--images {images} comes before a --config that replaces it: give --images after --config "
-                "(options apply left to right)"
-            )
+            raise UserError(f"--images {images} did not replace the data: give it on the command line, after --config")
 
     def instantiate_classes(self) -> None:
         try:
@@ -154,6 +152,7 @@ def parse_recipe(argv: Sequence[str]) -> Recipe:
     """The objects of ``dpzoo fit``'s arguments (``--config recipe.yaml``, overrides, ...), checked: a private
     recipe has a budget, a public one has none, and no budget hides among the trainer's callbacks."""
     _refuse_old_style_recipes(argv)
+    _check_images_order(argv)
     # dpzoo passes its own argv on as ``args``; Lightning warns when sys.argv is also set
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
     with without_lightning_tips():  # LightningCLI builds a Trainer too
@@ -191,6 +190,22 @@ def _check_budget(recipe: Recipe) -> None:
             "whole plan (class_path: zoo.privacy.DPBudget with init_args target_epsilon, delta, ...; or "
             "zoo.privacy.PACBudget)"
         )
+
+
+def _check_images_order(argv: Sequence[str]) -> None:
+    """Options apply left to right, and ``--images`` replaces the data: a recipe or a data option given before
+    it would be replaced or lost, so it is refused, saying where it goes."""
+    names = [token.split("=", 1)[0] for token in argv]
+    if "--images" not in names:
+        return
+    last = len(names) - 1 - names[::-1].index("--images")
+    early = [name for name in names[:last] if name == "--data" or name.startswith("--data.")]
+    if early:
+        raise UserError(
+            f"{early[0]} comes before --images, which replaces the data: give the folder's options after it"
+        )
+    if "--config" in names[last:]:
+        raise UserError("--config comes after --images and would replace the folder: give --images after --config")
 
 
 def _refuse_old_style_recipes(argv: Sequence[str]) -> None:

@@ -7,7 +7,7 @@ from torch import Tensor, nn
 from zoo.data import load_images
 from zoo.methods import DPGenerativeModel
 from zoo.metrics import classifier_accuracy_on_synthetic
-from zoo.metrics.classifiers import build_network, train_and_test
+from zoo.metrics.classifiers import build_network, flip_and_crop, train_and_test
 
 
 class Replay(DPGenerativeModel):
@@ -80,3 +80,18 @@ def test_the_protocol_counts_the_distinct_images_a_model_repeats(data_dir):
     few = Replay(images[:20], labels[:20])
     results = classifier_accuracy_on_synthetic(few, "mnist", classifiers=("lr",), num_samples=200, runs=1)
     assert results["cas_lr"]["protocol"]["train"].startswith("200 synthetic samples (20 distinct images)")
+
+
+def test_flip_and_crop_mirrors_half_the_images_and_shifts_them_within_the_padding():
+    torch.manual_seed(0)
+    images = torch.rand(64, 3, 8, 8) + 1.0  # no pixel is 0, the padding's value
+    unshifted = flip_and_crop(images, pad=0)
+    mirrored = [torch.equal(a, i.flip(-1)) for a, i in zip(unshifted, images, strict=True)]
+    kept = [torch.equal(a, i) for a, i in zip(unshifted, images, strict=True)]
+    assert all(m or k for m, k in zip(mirrored, kept, strict=True)) and 16 < sum(mirrored) < 48
+    shifted = flip_and_crop(images, pad=2)
+    assert shifted.shape == images.shape
+    for a, i in zip(shifted, images, strict=True):  # a shifted copy of the image or of its mirror
+        content = a[a > 0]
+        assert content.numel() >= 3 * 6 * 6 and (torch.isin(content, i) | torch.isin(content, i.flip(-1))).all()
+    assert sum((a == 0).any().item() for a in shifted) > 32  # most crops take in some padding

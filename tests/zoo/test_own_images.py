@@ -106,10 +106,14 @@ def test_the_folders_own_settings_on_the_command_line_apply_to_it(folder, tmp_pa
     assert json.loads((tmp_path / "m" / "config.json").read_text())["architecture"]["image_shape"] == [3, 16, 16]
 
 
-def test_images_before_the_recipe_is_refused(folder, capsys):
-    """Options apply left to right: a recipe after ``--images`` would replace the folder, so it is refused."""
-    assert main(["fit", "--images", str(folder), "--config", "configs/dp_merf_mnist_eps1.yaml"]) == 2
+def test_what_would_replace_the_folder_or_be_lost_is_refused(folder, capsys):
+    """Options apply left to right: a recipe after ``--images`` would replace the folder, and a data option
+    before it would be lost with the recipe's data; both are refused before any work."""
+    recipe = ["--config", "configs/dp_merf_mnist_eps1.yaml"]
+    assert main(["fit", "--images", str(folder), *recipe]) == 2
     assert "give --images after --config" in capsys.readouterr().err
+    assert main(["fit", *recipe, "--data.init_args.image_size", "16", "--images", str(folder)]) == 2
+    assert "--data.init_args.image_size comes before --images" in capsys.readouterr().err
 
 
 def test_a_net_that_cannot_take_the_shape_says_which_it_takes(tmp_path):

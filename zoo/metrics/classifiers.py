@@ -48,15 +48,17 @@ def train_and_test(
     seed: int,
     epochs: int = 10,
     batch_size: int = 128,
+    augment: bool = False,
 ) -> float:
     """Test accuracy (%) of classifier ``name`` trained on ``train`` for a fixed number of
-    epochs: no early stopping, so the test split never steers training."""
+    epochs: no early stopping, so the test split never steers training. ``augment``: each batch flipped
+    and cropped at random (``flip_and_crop``), for natural colour images."""
     if name == "lr":
         return _logistic_regression(train, test, seed)
     torch.manual_seed(seed)
     network = build_network(name, tuple(train[0].shape[1:]), num_classes)
     optimizer = torch.optim.Adam(network.parameters())
-    fit(network, optimizer, train, epochs, batch_size, f"CAS {name} (seed {seed})")
+    fit(network, optimizer, train, epochs, batch_size, f"CAS {name} (seed {seed})", augment=augment)
     return accuracy_on(network, test)
 
 
@@ -68,17 +70,32 @@ def fit(
     batch_size: int,
     description: str,
     schedule: torch.optim.lr_scheduler.LRScheduler | None = None,
+    augment: bool = False,
 ) -> None:
-    """Cross-entropy training for a fixed number of epochs (``schedule`` steps after each epoch)."""
+    """Cross-entropy training for a fixed number of epochs (``schedule`` steps after each epoch; ``augment``:
+    ``flip_and_crop`` on every batch)."""
     loader = DataLoader(TensorDataset(*train), batch_size=batch_size, shuffle=True)
     network.train()
     for _ in tqdm(range(epochs), desc=description, leave=False):
         for x, y in loader:
             optimizer.zero_grad()
-            nn.functional.cross_entropy(network(x), y).backward()
+            nn.functional.cross_entropy(network(flip_and_crop(x) if augment else x), y).backward()
             optimizer.step()
         if schedule is not None:
             schedule.step()
+
+
+def flip_and_crop(images: Tensor, pad: int = 4) -> Tensor:
+    """The standard augmentation of natural images (CIFAR-10's): each image flipped left-right with probability
+    1/2, then cropped back to its size from its zero-padded copy at a random offset of up to ``pad`` pixels.
+    Drawn from torch's global generator, which ``train_and_test`` seeds."""
+    n, _, height, width = images.shape
+    flip = torch.rand(n) < 0.5
+    images = torch.where(flip[:, None, None, None], images.flip(-1), images)
+    padded = nn.functional.pad(images, (pad, pad, pad, pad))
+    rows = torch.randint(0, 2 * pad + 1, (n,))
+    columns = torch.randint(0, 2 * pad + 1, (n,))
+    return torch.stack([p[:, r : r + height, c : c + width] for p, r, c in zip(padded, rows, columns, strict=True)])
 
 
 def accuracy_over_runs(accuracies: list[float]) -> dict[str, Any]:
