@@ -94,10 +94,10 @@ def _sample(args: argparse.Namespace) -> int:
             f"{', '.join(ROW_SUFFIXES)} (rows); got {out.suffix or 'no suffix'!r}"
         )
     _refuse_existing(out, "--out", args.overwrite)
+    labels = _labels(args.labels) if args.labels else None
     from zoo.release.loading import load
 
     model = load(args.model)
-    labels = [int(v) for v in args.labels.split(",")] if args.labels else None
     samples = model.sample(args.n, labels=labels, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     if model.sample_kind == "rows":
@@ -113,6 +113,14 @@ def _sample(args: argparse.Namespace) -> int:
         for result in evaluation["results"]:
             print(f"  {result['metric_name']}: {result['metric_value']}")
     return 0
+
+
+def _labels(text: str) -> list[int]:
+    """``--labels 3,3,7``: one class index per sample."""
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise UserError(f"--labels must be comma-separated class indices (3,3,7), got {text!r}") from None
 
 
 def _write_images(images: torch.Tensor, out: Path, columns: int) -> None:

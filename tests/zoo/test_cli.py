@@ -28,6 +28,8 @@ def test_bad_sample_count_is_a_plain_error(tmp_path, capsys):
     folder = save_pretrained(tiny_private_flow(), tmp_path / "m")
     assert main(["sample", str(folder), "--n", "0"]) == 2
     assert "n must be a positive integer" in capsys.readouterr().err
+    assert main(["sample", str(folder), "--labels", "three", "--out", str(tmp_path / "x.png")]) == 2
+    assert "--labels must be comma-separated class indices" in capsys.readouterr().err
 
 
 def test_the_command_line_starts_without_importing_torch():
