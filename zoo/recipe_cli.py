@@ -129,7 +129,10 @@ class DPZooCLI(LightningCLI):
         images = self.config.get("images")
         data = self.config.get("data")
         if images is not None and (data is None or data.class_path != IMAGE_FOLDER or data.init_args.root != images):
-            raise UserError(f"--images {images} did not replace the data: give it on the command line, after --config")
+            raise UserError(
+                f"--images {images} did not replace the data (a --config after it replaced the folder, or a recipe "
+                "has an `images:` key): give --images after --config on the command line"
+            )
 
     def instantiate_classes(self) -> None:
         try:
@@ -193,8 +196,8 @@ def _check_budget(recipe: Recipe) -> None:
 
 
 def _check_images_order(argv: Sequence[str]) -> None:
-    """Options apply left to right, and ``--images`` replaces the data: a recipe or a data option given before
-    it would be replaced or lost, so it is refused, saying where it goes."""
+    """Options apply left to right, and ``--images`` replaces the data: a data option given before it would be
+    lost, so it is refused, saying where it goes (a recipe after it is refused once parsed)."""
     names = [token.split("=", 1)[0] for token in argv]
     if "--images" not in names:
         return
@@ -204,8 +207,6 @@ def _check_images_order(argv: Sequence[str]) -> None:
         raise UserError(
             f"{early[0]} comes before --images, which replaces the data: give the folder's options after it"
         )
-    if "--config" in names[last:]:
-        raise UserError("--config comes after --images and would replace the folder: give --images after --config")
 
 
 def _refuse_old_style_recipes(argv: Sequence[str]) -> None:

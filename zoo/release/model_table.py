@@ -1,5 +1,5 @@
 """The model table of README.md and docs/models.md, generated from the shipped checkpoints' config.json files,
-never copied by hand. Standard library only: it reads JSON and writes Markdown.
+never copied by hand; the guarantee in the words of ``zoo.headline.stated_guarantee``, as ``dpzoo list`` states it.
 
     python -m zoo.release.model_table            # rewrite the table blocks of README.md and docs/models.md
     python -m zoo.release.model_table --check    # exit 1 if either is out of date
@@ -13,10 +13,12 @@ measured, each with the extractor or classifier that measured it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from zoo.headline import stated_guarantee
+from zoo.release.layout import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- model-table:start -->", "<!-- model-table:end -->"
@@ -40,7 +42,7 @@ METHOD_ORDER = list(dict.fromkeys(METHOD_PAGES.values()))
 
 def load_configs(checkpoints: Path) -> list[dict[str, Any]]:
     """Every ``checkpoints/<id>/config.json``, in table order."""
-    configs = [json.loads(path.read_text()) for path in sorted(checkpoints.glob("*/config.json"))]
+    configs = [load_config(path.parent) for path in sorted(checkpoints.glob("*/config.json"))]
     return sorted(configs, key=_order)
 
 
@@ -73,18 +75,6 @@ def data_name(config: dict[str, Any]) -> str:
         (public if part.endswith("(public)") else private).append(name)
     names = ", ".join(private) if private else "public data only: " + ", ".join(public)
     return names + (f" (+ public: {', '.join(public)})" if private and public else "")
-
-
-def guarantee(config: dict[str, Any]) -> str:
-    headline = config.get("headline") or {}
-    if headline.get("epsilon") is not None:
-        return f"(ε = {headline['epsilon']:g}, δ = {headline['delta']:g})-DP"
-    if headline.get("pac"):
-        bounds = "; ".join(
-            f"MI ≤ {entry['mi_bound_nats']:g} nat (confidence {entry['confidence']:g})" for entry in headline["pac"]
-        )
-        return f"PAC privacy: {bounds}"
-    return "none needed: public data only"
 
 
 def _results(config: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +115,7 @@ def table(configs: list[dict[str, Any]], link: str) -> list[str]:
         target = f"checkpoints/{model_id}/README.md" if link == "card" else f"methods/{method_page(config)}.md"
         method = (config.get("headline") or {}).get("method") or method_key(config)
         lines.append(
-            f"| [{model_id}]({target}) | {method} | {data_name(config)} | {guarantee(config)} | "
+            f"| [{model_id}]({target}) | {method} | {data_name(config)} | {stated_guarantee(config['headline'])} | "
             f"{headline_numbers(config)} |"
         )
     return lines
