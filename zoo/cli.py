@@ -156,6 +156,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     from zoo.metrics import evaluate, record_evaluation
     from zoo.metrics.publication import check_publishable, check_reference_publishable
+    from zoo.metrics.records import check_card_takes
     from zoo.metrics.reference import TRAIN, training_split_reason
     from zoo.release.evaluation_results import evaluator_of
     from zoo.release.loading import resolve
@@ -168,6 +169,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.reference == TRAIN:
             check_reference_publishable(training_split_reason(args.dataset))
     folder = resolve(args.model)
+    if args.write_card:
+        protocol = {"dataset": args.dataset, "seed": args.seed, "label": args.label}
+        given = {"num_samples": args.num_samples} if args.num_samples is not None else {}
+        check_card_takes(folder, {**protocol, **given}, args.replace_evaluation)
     options = {
         "runs": args.runs,
         "epochs": args.epochs,
@@ -198,7 +203,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.write_card:
-        record_evaluation(folder, evaluation, "dpzoo " + shlex.join(_without_local_report(args.argv)))
+        command = "dpzoo " + shlex.join(_without_local_report(args.argv))
+        record_evaluation(folder, evaluation, command, args.replace_evaluation)
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
 
@@ -360,13 +366,26 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     evaluate.add_argument("--split", type=int, default=None, help="tables: the 90/10 split the model was trained on")
     evaluate.add_argument("--runs", type=int, default=None, help="images: CAS training runs (default: 5)")
     evaluate.add_argument(
-        "--epochs", type=int, default=None, help="images: CAS epochs for MLP/CNN/ResNet (default: 10)"
+        "--epochs",
+        type=int,
+        default=None,
+        help="images: CAS epochs for MLP/CNN/ResNet (default: 10 for MLP and CNN, 20 for ResNet)",
     )
     evaluate.add_argument("--seed", type=int, default=0, help="seed for sampling and classifiers")
     evaluate.add_argument("--feature-extractor-weights", default=None, help="local Inception weights for fid/kid/isc")
     evaluate.add_argument("--json", default=None, help="also write the results as JSON here")
     evaluate.add_argument("--overwrite", action="store_true", help="replace the --json file if it exists")
-    evaluate.add_argument("--write-card", action="store_true", help="record the results in the model's config and card")
+    evaluate.add_argument(
+        "--write-card",
+        action="store_true",
+        help="record the results in the model's config and card, beside the card's metrics measured under the same "
+        "protocol (dataset, reference, samples, seed, label)",
+    )
+    evaluate.add_argument(
+        "--replace-evaluation",
+        action="store_true",
+        help="with --write-card: replace the card's evaluation, also one under another protocol",
+    )
     evaluate.set_defaults(run=_evaluate)
 
     card = commands.add_parser("card", help="regenerate a model folder's README.md card from its config.json")

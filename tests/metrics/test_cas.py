@@ -95,3 +95,52 @@ def test_flip_and_crop_mirrors_half_the_images_and_shifts_them_within_the_paddin
         content = a[a > 0]
         assert content.numel() >= 3 * 6 * 6 and (torch.isin(content, i) | torch.isin(content, i.flip(-1))).all()
     assert sum((a == 0).any().item() for a in shifted) > 32  # most crops take in some padding
+
+
+def test_each_classifier_trains_by_its_own_settings_and_resnet_augments_only_colour(monkeypatch):
+    """Without epochs, MLP/CNN train 10 epochs (DP-LFlow E.4) and the ResNet 20 with flip and crop on colour
+    images (chosen on CIFAR-10 validation images); digits are never flipped."""
+    from zoo.metrics import cas
+    from zoo.metrics.reference import ReferenceImages
+
+    calls = {}
+
+    def record(name, train, test, num_classes, seed, epochs, augment):
+        calls[(name, train[0].shape[1])] = (epochs, augment)
+        return 50.0
+
+    monkeypatch.setattr(cas, "train_and_test", record)
+    for channels in (1, 3):
+        images, labels = torch.rand(20, channels, 8, 8), torch.arange(20) % 10
+        test = ReferenceImages(images, labels, "cifar10 official test split")
+        results = classifier_accuracy_on_synthetic(
+            Replay(images, labels), test, ("lr", "cnn", "resnet"), num_samples=20, runs=1
+        )
+    assert calls == {
+        ("lr", 1): (None, False),
+        ("cnn", 1): (10, False),
+        ("resnet", 1): (20, False),
+        ("lr", 3): (None, False),
+        ("cnn", 3): (10, False),
+        ("resnet", 3): (20, True),
+    }
+    resnet = results["cas_resnet"]
+    assert (
+        resnet["protocol"]["augmentation"].startswith("flip") and "augmentation" not in results["cas_cnn"]["protocol"]
+    )
+    assert (
+        resnet["real_data_accuracy"] == 62.49 and "cas_resnet_settings.py" in resnet["protocol"]["real_data_reference"]
+    )
+    assert "real_data_accuracy" not in results["cas_cnn"]
+    given = classifier_accuracy_on_synthetic(
+        Replay(images, labels), test, ("resnet",), num_samples=20, runs=1, epochs=3
+    )
+    assert calls[("resnet", 3)] == (3, True) and given["cas_resnet"]["protocol"]["settings"] == "3 epochs, given"
+    assert "real_data_accuracy" not in given["cas_resnet"]  # measured with 20 epochs: not the same protocol
+
+
+def test_train_and_test_refuses_an_unknown_classifier():
+    with pytest.raises(ValueError, match="unknown classifier 'vit'"):
+        train_and_test(
+            "vit", (torch.zeros(2, 1, 8, 8), torch.zeros(2)), (torch.zeros(2, 1, 8, 8), torch.zeros(2)), 2, 0
+        )

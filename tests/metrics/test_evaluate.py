@@ -145,3 +145,48 @@ def test_record_evaluation_refuses_a_result_read_from_protected_records(tmp_path
     audit = {"value": 0.5, "protocol": {}}
     with pytest.raises(UnpublishableMetricError, match="audit"):
         record_evaluation(folder, {"dataset": "mnist", "results": {"audit": audit}}, "dpzoo evaluate ...")
+
+
+def _measured(value: float) -> dict:
+    return {"value": value, "std": 0.5, "runs": [value - 0.5, value + 0.5], "protocol": {"classifier": "cnn"}}
+
+
+def test_write_card_adds_metrics_of_the_same_protocol_and_refuses_another(tmp_path, capsys):
+    """A slow metric measured later joins the card's evaluation and names its command; an evaluation under
+    another protocol is refused before any work unless --replace-evaluation is given."""
+    from huggingface_hub import ModelCard
+
+    from tests.zoo.test_hub import tiny_private_flow
+    from zoo.errors import TargetExistsError
+    from zoo.metrics import record_evaluation
+
+    folder = save_pretrained(tiny_private_flow(), tmp_path / "tiny")
+    protocol = {"dataset": "mnist", "reference": "mnist official test split", "num_samples": 100, "seed": 0}
+    record_evaluation(folder, {**protocol, "results": {"cas_cnn": _measured(30.0)}}, "dpzoo evaluate first")
+    record_evaluation(folder, {**protocol, "results": {"cas_resnet": _measured(40.0)}}, "dpzoo evaluate second")
+    evaluation = load_config(folder)["evaluation"]
+    assert evaluation["command"] == "dpzoo evaluate first" and set(evaluation["details"]["results"]) == {
+        "cas_cnn",
+        "cas_resnet",
+    }
+    assert evaluation["added"] == [{"command": "dpzoo evaluate second", "metrics": ["cas_resnet"]}]
+    card = (folder / "README.md").read_text()
+    assert "cas_resnet measured with `dpzoo evaluate second`" in card
+    results = ModelCard.load(folder / "README.md").data.eval_results
+    assert {r.metric_type for r in results} == {"cas_cnn", "cas_resnet"}
+    assert all("runs=2" in r.metric_config for r in results), "a mean ± std names its number of runs"
+
+    before = (folder / "config.json").read_text()
+    other = {**protocol, "num_samples": 200, "results": {"cas_cnn": _measured(31.0)}}
+    with pytest.raises(TargetExistsError, match="num_samples 100 on the card, 200 now"):
+        record_evaluation(folder, other, "dpzoo evaluate other")
+    argv = ["evaluate", str(folder), "--metrics", "cas_cnn", "--num-samples", "200", "--write-card"]
+    assert main(argv) == 2 and "--replace-evaluation" in capsys.readouterr().err  # refused before sampling
+    assert (folder / "config.json").read_text() == before
+
+    record_evaluation(folder, other, "dpzoo evaluate other", replace=True)
+    assert load_config(folder)["evaluation"]["details"]["results"].keys() == {"cas_cnn"}
+    again = {**other, "results": {"cas_cnn": _measured(32.0)}}
+    record_evaluation(folder, again, "dpzoo evaluate again")  # every metric measured again: one command
+    evaluation = load_config(folder)["evaluation"]
+    assert evaluation["command"] == "dpzoo evaluate again" and "added" not in evaluation

@@ -42,6 +42,8 @@ from zoo.errors import UserError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
+
+
 @dataclass(frozen=True)
 class DecodedImages:
     images: Tensor  # uint8 (N, C, H, W)

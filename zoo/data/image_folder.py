@@ -93,9 +93,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
         self.test_fraction = test_fraction
         warn_ignored(self.train_part, self.test_part)
         if label is not None and label not in range(len(self.classes)):
-            raise UserError(
-                f"label must be a class in 0..{len(self.classes) - 1} ({self.root}) or None, got {label!r}"
-            )
+            raise UserError(f"label must be a class in 0..{len(self.classes) - 1} ({self.root}) or None, got {label!r}")
         self.label = label
         self._decoded: tuple[DecodedImages, DecodedImages | None] | None = None
         self.train_set: ByteImages | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,33 @@ from tqdm.auto import tqdm
 from zoo.errors import UserError
 
 CLASSIFIERS = ("lr", "mlp", "cnn", "resnet")
+
+
+@dataclass(frozen=True)
+class ClassifierSettings:
+    """How a CAS classifier is trained unless told otherwise, and where those settings come from."""
+
+    epochs: int | None  # None: not trained by epochs (sklearn's logistic regression)
+    augments_colour: bool  # flip and crop batches of 3-channel images (natural photos), never digits
+    chosen_by: str
+
+
+SETTINGS = {
+    "lr": ClassifierSettings(None, False, "DP-LFlow appendix E.4 (sklearn defaults)"),
+    "mlp": ClassifierSettings(10, False, "DP-LFlow appendix E.4"),
+    "cnn": ClassifierSettings(10, False, "DP-LFlow appendix E.4"),
+    "resnet": ClassifierSettings(
+        20,
+        True,
+        "chosen on CIFAR-10's held-out validation images, never the test split "
+        "(experiments/cas_resnet/cas_resnet_settings.py)",
+    ),
+}
+
+
+def default_augment(name: str, image_shape: tuple[int, ...]) -> bool:
+    """Whether classifier ``name`` flips and crops images of ``image_shape`` unless told otherwise."""
+    return SETTINGS[name].augments_colour and image_shape[0] == 3
 
 
 def build_network(name: str, image_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
@@ -46,15 +74,20 @@ def train_and_test(
     test: tuple[Tensor, Tensor],
     num_classes: int,
     seed: int,
-    epochs: int = 10,
+    epochs: int | None = None,
     batch_size: int = 128,
-    augment: bool = False,
+    augment: bool | None = None,
 ) -> float:
     """Test accuracy (%) of classifier ``name`` trained on ``train`` for a fixed number of
     epochs: no early stopping, so the test split never steers training. ``augment``: each batch flipped
-    and cropped at random (``flip_and_crop``), for natural colour images."""
+    and cropped at random (``flip_and_crop``), for natural colour images. ``epochs`` and ``augment`` default
+    to the classifier's ``SETTINGS``."""
+    if name not in SETTINGS:
+        raise UserError(f"unknown classifier {name!r}; known: {CLASSIFIERS}")
     if name == "lr":
         return _logistic_regression(train, test, seed)
+    epochs = SETTINGS[name].epochs if epochs is None else epochs
+    augment = default_augment(name, tuple(train[0].shape[1:])) if augment is None else augment
     torch.manual_seed(seed)
     network = build_network(name, tuple(train[0].shape[1:]), num_classes)
     optimizer = torch.optim.Adam(network.parameters())

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from zoo.data.settings import cache_dir
 from zoo.errors import MissingFileError, UserError
-from zoo.metrics.extractors import FEATURE_LAYER, register_lenet
+from zoo.metrics.extractors import FEATURE_LAYER, extractor_weights, register_lenet
 from zoo.metrics.inception_fid import SMALL_N, inception_extractor, inception_fid_kid, small_n_note
 from zoo.metrics.inception_weights import CONVERTED_NAME, offline_inception_weights
 from zoo.metrics.uint8_images import Uint8Images, pixels_sha256
@@ -65,8 +65,9 @@ def fidelity_metrics(
     lenet = [m for m in metrics if m in LENET_METRICS]
     if lenet:
         extractor = register_lenet(dataset)
+        weights = str(extractor_weights(dataset))
         results.update(
-            _run(samples, reference, lenet, LENET_METRICS, extractor, None, f"{extractor} ({FEATURE_LAYER})")
+            _run(samples, reference, lenet, LENET_METRICS, extractor, weights, f"{extractor} ({FEATURE_LAYER})")
         )
     inception = [m for m in metrics if m in INCEPTION_METRICS]
     if inception:
@@ -156,8 +157,14 @@ def _run(
 
 
 def _reference_cache_name(reference: Tensor, weights: str | None) -> str:
-    """The reference images by their uint8 pixels, and the weights the features come from."""
-    source = hashlib.sha256(str(weights or "torch-fidelity download").encode()).hexdigest()
+    """The reference images by their uint8 pixels, and the weights the features come from by their bytes: a
+    weights file replaced at the same path (a retrained extractor, a new dpzoo's LeNet) never reads stale features."""
+    digest = hashlib.sha256(b"" if weights else b"torch-fidelity download")
+    if weights:
+        with open(weights, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    source = digest.hexdigest()
     return f"dpzoo-{pixels_sha256(reference)[:16]}-{len(reference)}-weights-{source[:8]}"
 
 

@@ -38,7 +38,7 @@ def evaluate_images(
     progress: bool = True,
     figures: bool = False,
     runs: int = 5,
-    epochs: int = 10,
+    epochs: int | None = None,
     feature_extractor_weights_path: str | None = None,
     label: int | None = None,
     audit_size: int = 2000,

@@ -35,8 +35,6 @@ BARRIERS = {
 }
 
 
-
-
 #: what public data is, on the card of a model that has seen nothing else
 PUBLIC_DATA = (
     "declared public by whoever trained the model, for the reason given; it is used without noise, charged no "
@@ -284,5 +282,3 @@ def _shared_records_notes(guarantees: list[dict[str, Any]]) -> list[str]:
                 f"δ = {guarantee['delta']:g}) of each covers them all."
             )
     return notes
-
-

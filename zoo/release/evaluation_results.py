@@ -20,6 +20,11 @@ def _side_numbers(result: dict[str, Any]) -> dict[str, float]:
     return {k: round(v, 4) for k, v in result.items() if isinstance(v, float) and k not in ("value", "std")}
 
 
+def _runs(result: dict[str, Any]) -> dict[str, int]:
+    """How many training runs a mean ± std is over."""
+    return {"runs": len(result["runs"])} if isinstance(result.get("runs"), list) else {}
+
+
 def _card_number(value: float, decimals: int) -> str:
     """``decimals`` decimals, or 3 significant digits for a small non-zero number (a KID of 0.0012)."""
     return f"{value:.3g}" if 0 < abs(value) < 10**-decimals * 10 else f"{value:.{decimals}f}"
@@ -42,7 +47,12 @@ def card_results(evaluation: dict[str, Any], dataset_name: str, task_type: str) 
                 "metric_value": float(_card_number(result["value"], 3)),
                 "metric_config": "; ".join(
                     f"{k}={v}"
-                    for k, v in {"unit": result.get("unit"), **_side_numbers(result), **protocol}.items()
+                    for k, v in {
+                        "unit": result.get("unit"),
+                        **_runs(result),
+                        **_side_numbers(result),
+                        **protocol,
+                    }.items()
                     if v is not None
                 ),
             }

@@ -149,7 +149,8 @@ def _publishable_recipe(recipe: dict[str, Any] | None) -> dict[str, Any] | None:
 def _publishable_evaluation(evaluation: dict[str, Any] | None) -> dict[str, Any] | None:
     if not evaluation or not evaluation.get("command"):
         return evaluation
-    return {**evaluation, "command": publishable_command(evaluation["command"])}
+    added = [{**step, "command": publishable_command(step["command"])} for step in evaluation.get("added", [])]
+    return {**evaluation, "command": publishable_command(evaluation["command"]), **({"added": added} if added else {})}
 
 
 def save_pretrained(

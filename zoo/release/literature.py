@@ -23,7 +23,8 @@ DPIMAGEBENCH_SOURCE = "DPImageBench (CCS 2025)"
 DPIMAGEBENCH_PROTOCOL = (
     "DPImageBench: ResNet/WRN/ResNeXt classifiers trained on 60,000 synthetic images; FID of 60,000 samples "
     "against its sensitive training set (pytorch-fid); δ = 1/(N ln N) ≈ 1.7e-6; a 55k/5k split. The zoo: the "
-    "E.4 CNN trained on 10,000 samples (cas_cnn); FID of 10,000 samples against the test split, never the "
+    "E.4 CNN (cas_cnn) and, for CIFAR-10, a ResNet-18 with flip and crop (cas_resnet), trained on 10,000 samples; "
+    "FID of 10,000 samples against the test split, never the "
     "protected training set (Inception for CIFAR-10, the LeNet FID for MNIST and Fashion-MNIST, a different scale); "
     "δ = 1e-5"
 )

@@ -62,8 +62,12 @@ def _order(config: dict[str, Any]) -> tuple:
     page = method_page(config)
     headline = config.get("headline") or {}
     epsilon = headline.get("epsilon")
-    return (METHOD_ORDER.index(page) if page in METHOD_ORDER else len(METHOD_ORDER), data_name(config),
-            -1.0 if epsilon is None else epsilon, config["model_id"])
+    return (
+        METHOD_ORDER.index(page) if page in METHOD_ORDER else len(METHOD_ORDER),
+        data_name(config),
+        -1.0 if epsilon is None else epsilon,
+        config["model_id"],
+    )
 
 
 def data_name(config: dict[str, Any]) -> str:
@@ -82,11 +86,13 @@ def _results(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def headline_numbers(config: dict[str, Any]) -> str:
-    """The card's headline measurements: CNN CAS, the paper's set accuracy, FID with its extractor and sample
+    """The card's headline measurements: CNN and ResNet CAS, the paper's set accuracy, FID with its extractor and sample
     count, and for tables the test log-likelihood and anomaly AUROC."""
     results, parts = _results(config), []
     if "cas_cnn" in results:
         parts.append(f"CNN CAS {_mean_std(results['cas_cnn'])}")
+    if "cas_resnet" in results:
+        parts.append(f"ResNet-18 CAS {_mean_std(results['cas_resnet'])}")
     if "set_accuracy" in results:
         parts.append(f"set accuracy {_mean_std(results['set_accuracy'])}")
     for name, extractor in (("fid", "Inception"), ("fid_lenet", "LeNet")):

@@ -1,4 +1,4 @@
-"""The results table of MODEL_CARDS.md: every image checkpoint's measured CNN CAS and FID, read from its
+"""The results table of MODEL_CARDS.md: every image checkpoint's measured CNN and ResNet CAS and FID, read from its
 config.json, beside DPImageBench's published numbers for the same method, dataset and ε
 (``zoo.release.literature``), with the protocol of each side. Generated, never copied by hand."""
 
@@ -22,9 +22,9 @@ def results_table(folders: list[Path]) -> list[str]:
         "method, dataset and ε (— where it publishes none). The protocols differ, so read the columns side by "
         f"side, not as one ranking. {DPIMAGEBENCH_PROTOCOL}.",
         "",
-        "| model | data | ε | CNN CAS (%) | FID (extractor; samples vs reference) | DPImageBench accuracy (%) | "
-        "DPImageBench FID | note |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | data | ε | CNN CAS (%) | ResNet-18 CAS (%) [real data] | FID (extractor; samples vs reference) | "
+        "DPImageBench accuracy (%) | DPImageBench FID | note |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     caveats = []
     for folder in folders:
@@ -37,7 +37,7 @@ def results_table(folders: list[Path]) -> list[str]:
         published = dpimagebench(headline["method"], dataset, headline["epsilon"])
         rows.append(
             f"| [{folder.name}](checkpoints/{folder.name}/README.md) | {dataset} | {headline['epsilon']:g} | "
-            f"{_cas(details)} | {_fid(details)} | "
+            f"{_cas(details.get('cas_cnn'))} | {_resnet_cas(details.get('cas_resnet'))} | {_fid(details)} | "
             f"{_number(published.accuracy) if published else '—'} | {_number(published.fid) if published else '—'} | "
             f"{published.caveat if published else ''} |"
         )
@@ -54,9 +54,14 @@ def _dataset_name(dataset_id: str) -> str:
     return dataset_id.split(",")[0].split("/")[0].split("@")[0]
 
 
-def _cas(details: dict[str, Any]) -> str:
-    result = details.get("cas_cnn")
+def _cas(result: dict[str, Any] | None) -> str:
     return "—" if result is None else f"{result['value']:.1f} ± {result.get('std', 0):.1f}"
+
+
+def _resnet_cas(result: dict[str, Any] | None) -> str:
+    """The ResNet's CAS, with the accuracy real images of the same count reach under its protocol."""
+    real = (result or {}).get("real_data_accuracy")
+    return _cas(result) + (f" [{real:.1f}]" if real is not None else "")
 
 
 def _fid(details: dict[str, Any]) -> str:

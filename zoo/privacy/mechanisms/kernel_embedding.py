@@ -127,9 +127,7 @@ class NoisedEmbedding:
 
     def __call__(self, features: Tensor, labels: Tensor, num_classes: int) -> Tensor:
         if features.dim() != 2 or labels.shape != features.shape[:1]:
-            raise UserError(
-                f"need (n, D) features and n labels, got {tuple(features.shape)} and {tuple(labels.shape)}"
-            )
+            raise UserError(f"need (n, D) features and n labels, got {tuple(features.shape)} and {tuple(labels.shape)}")
         rows = features.detach().double()
         if not torch.isfinite(rows).all():
             raise UserError("the batch's features are not all finite; nothing was released")
