@@ -23,7 +23,7 @@ class RealDataReference:
         return f"trained on {self.train}, {runs}: {self.command}"
 
 
-#: by (classifier, test images' description); measured once, on 2 CPU cores, 26.8 minutes
+#: by (classifier, test images' description); measured once, in one thread, in 26.8 minutes
 REAL_DATA_REFERENCES = {
     ("resnet", "cifar10 official test split"): RealDataReference(
         accuracy=62.49,
