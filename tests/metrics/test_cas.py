@@ -144,3 +144,7 @@ def test_train_and_test_refuses_an_unknown_classifier():
         train_and_test(
             "vit", (torch.zeros(2, 1, 8, 8), torch.zeros(2)), (torch.zeros(2, 1, 8, 8), torch.zeros(2)), 2, 0
         )
+    with pytest.raises(ValueError, match="epochs must be a positive integer, got 0"):
+        train_and_test(
+            "cnn", (torch.zeros(2, 1, 8, 8), torch.zeros(2)), (torch.zeros(2, 1, 8, 8), torch.zeros(2)), 2, 0, epochs=0
+        )

@@ -10,7 +10,7 @@ from torch import Tensor
 from zoo.errors import UserError
 from zoo.methods import DPGenerativeModel
 from zoo.metrics.cas_references import real_data_reference
-from zoo.metrics.classifiers import SETTINGS, accuracy_over_runs, default_augment, train_and_test
+from zoo.metrics.classifiers import SETTINGS, accuracy_over_runs, train_and_test, training_settings
 from zoo.metrics.reference import ReferenceImages, reference_images
 
 
@@ -42,8 +42,7 @@ def classifier_accuracy_on_synthetic(
     distinct = distinct_images(images)
     results = {}
     for name in classifiers:
-        trained_for = None if name == "lr" else epochs or SETTINGS[name].epochs
-        augment = default_augment(name, tuple(images.shape[1:]))
+        trained_for, augment = training_settings(name, tuple(images.shape[1:]), epochs)
         accuracies = [
             train_and_test(
                 name, (images, labels), test, model.num_classes, seed=seed + run, epochs=trained_for, augment=augment

@@ -39,9 +39,22 @@ SETTINGS = {
 }
 
 
-def default_augment(name: str, image_shape: tuple[int, ...]) -> bool:
-    """Whether classifier ``name`` flips and crops images of ``image_shape`` unless told otherwise."""
-    return SETTINGS[name].augments_colour and image_shape[0] == 3
+def training_settings(
+    name: str, image_shape: tuple[int, ...], epochs: int | None = None, augment: bool | None = None
+) -> tuple[int | None, bool]:
+    """(epochs, augment) of classifier ``name`` on images of ``image_shape``: those given, else its ``SETTINGS``
+    (flip and crop only for 3-channel images). The logistic regression has no epochs and no augmentation."""
+    if name not in SETTINGS:
+        raise UserError(f"unknown classifier {name!r}; known: {CLASSIFIERS}")
+    if name == "lr":
+        return None, False
+    if epochs is not None and epochs < 1:
+        raise UserError(f"epochs must be a positive integer, got {epochs!r}")
+    settings = SETTINGS[name]
+    return (
+        settings.epochs if epochs is None else epochs,
+        settings.augments_colour and image_shape[0] == 3 if augment is None else augment,
+    )
 
 
 def build_network(name: str, image_shape: tuple[int, int, int], num_classes: int) -> nn.Module:
@@ -82,12 +95,9 @@ def train_and_test(
     epochs: no early stopping, so the test split never steers training. ``augment``: each batch flipped
     and cropped at random (``flip_and_crop``), for natural colour images. ``epochs`` and ``augment`` default
     to the classifier's ``SETTINGS``."""
-    if name not in SETTINGS:
-        raise UserError(f"unknown classifier {name!r}; known: {CLASSIFIERS}")
+    epochs, augment = training_settings(name, tuple(train[0].shape[1:]), epochs, augment)
     if name == "lr":
         return _logistic_regression(train, test, seed)
-    epochs = SETTINGS[name].epochs if epochs is None else epochs
-    augment = default_augment(name, tuple(train[0].shape[1:])) if augment is None else augment
     torch.manual_seed(seed)
     network = build_network(name, tuple(train[0].shape[1:]), num_classes)
     optimizer = torch.optim.Adam(network.parameters())

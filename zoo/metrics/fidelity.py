@@ -16,6 +16,7 @@ import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -159,12 +160,7 @@ def _run(
 def _reference_cache_name(reference: Tensor, weights: str | None) -> str:
     """The reference images by their uint8 pixels, and the weights the features come from by their bytes: a
     weights file replaced at the same path (a retrained extractor, a new dpzoo's LeNet) never reads stale features."""
-    digest = hashlib.sha256(b"" if weights else b"torch-fidelity download")
-    if weights:
-        with open(weights, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-    source = digest.hexdigest()
+    source = hashlib.sha256(Path(weights).read_bytes() if weights else b"torch-fidelity download").hexdigest()
     return f"dpzoo-{pixels_sha256(reference)[:16]}-{len(reference)}-weights-{source[:8]}"
 
 

@@ -18,9 +18,6 @@ from zoo.release.evaluation_results import card_results
 from zoo.release.layout import CARD_NAME, load_config, write_config
 from zoo.release.registry import default_load_name
 
-#: what an evaluation's details hold besides its protocol
-_NOT_PROTOCOL = ("results", "figures")
-
 
 def check_card_takes(directory: str | Path, protocol: dict[str, Any], replace: bool = False) -> None:
     """Before any work: whether an evaluation under ``protocol`` (some of the keys of an evaluation's details:
@@ -76,7 +73,7 @@ def _refuse_other_protocol(directory: str | Path, previous: dict[str, Any], prot
     differing = {
         key: (previous.get(key), value)
         for key, value in protocol.items()
-        if key not in _NOT_PROTOCOL and key in previous and previous[key] != value
+        if key != "results" and key in previous and previous[key] != value
     }
     if differing:
         described = ", ".join(f"{key} {old!r} on the card, {new!r} now" for key, (old, new) in differing.items())
