@@ -93,6 +93,10 @@ class PrivateSet(DPGenerativeModel):
     released_modules = ("synthetic_set",)
     releases_a_set = True
     never_released = ("classifier", "gradient_probe")
+    public_modules = {
+        "synthetic_set": "S steps on its distance to the DP-SGD-sanitised gradients only (post-processing)",
+        "classifier": "θ is drawn from public randomness and trains on S alone (post-processing)",
+    }
 
     def __init__(
         self,

@@ -57,14 +57,18 @@ def _cas_cell(metrics: dict[str, float]) -> str:
 
 
 def _report_verification(models: list[dict]) -> int:
-    """Each model whose config.json states another guarantee than its ledger gives, on stderr (exit status 1)."""
+    """Each model whose config.json states another guarantee than its ledger gives, or is not the shipped file
+    the model index records, on stderr (exit status 1)."""
     differing = [m for m in models if m["verified"] is False]
     for m in differing:
-        print(
-            f"{m['model_id']}: config.json states another guarantee than its ledger gives ({m['problem']}); "
-            "the list shows the ledger's",
-            file=sys.stderr,
-        )
+        if m["problem"]:
+            print(
+                f"{m['model_id']}: config.json states another guarantee than its ledger gives ({m['problem']}); "
+                "the list shows the ledger's",
+                file=sys.stderr,
+            )
+        if m["config_problem"]:
+            print(f"{m['model_id']}: {m['config_problem']}", file=sys.stderr)
     if differing:
         return 1
     checked = sum(m["verified"] is not None for m in models)
@@ -82,7 +86,10 @@ def _train(args: argparse.Namespace) -> int:
     from zoo.train import train_folder
 
     options = ("delta", "out", "max_steps", "license", "convert", "channels", "image_size", "init_from", "overwrite")
-    train_folder(args.folder, args.method, args.epsilon, **{name: getattr(args, name) for name in options})
+    classes = args.classes.split(",") if args.classes else None
+    train_folder(
+        args.folder, args.method, args.epsilon, classes=classes, **{name: getattr(args, name) for name in options}
+    )
     return 0
 
 
@@ -156,7 +163,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     from zoo.metrics import evaluate, record_evaluation
     from zoo.metrics.publication import check_publishable, check_reference_publishable
-    from zoo.metrics.records import check_card_takes
+    from zoo.metrics.records import check_card_takes, check_model_held_out
     from zoo.metrics.reference import TRAIN, training_split_reason
     from zoo.release.evaluation_results import evaluator_of
     from zoo.release.loading import resolve
@@ -173,6 +180,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         protocol = {"dataset": args.dataset, "seed": args.seed, "label": args.label}
         given = {"num_samples": args.num_samples} if args.num_samples is not None else {}
         check_card_takes(folder, {**protocol, **given}, args.replace_evaluation)
+        check_model_held_out(folder, args.dataset, args.reference)
     options = {
         "runs": args.runs,
         "epochs": args.epochs,
@@ -203,7 +211,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.write_card:
-        command = "dpzoo " + shlex.join(_without_local_report(args.argv))
+        command = "dpzoo " + shlex.join(map(_folder_by_name, _without_local_report(args.argv)))
         record_evaluation(folder, evaluation, command, args.replace_evaluation)
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
@@ -224,6 +232,16 @@ def _without_local_report(argv: list[str]) -> list[str]:
     return kept
 
 
+def _folder_by_name(argument: str) -> str:
+    """An argument as a card records it: a folder (also ``--option=folder``) by its name alone, as ``dpzoo
+    train`` records its folder, so that the card holds no path of this machine."""
+    option, equals, value = argument.partition("=")
+    if argument.startswith("-") and equals:
+        return f"{option}={_folder_by_name(value)}"
+    path = Path(argument).expanduser()
+    return path.resolve().name if not argument.startswith("-") and path.is_dir() else argument
+
+
 def _card(args: argparse.Namespace) -> int:
     from zoo.release.cards import model_card
     from zoo.release.layout import CARD_NAME, load_config
@@ -237,19 +255,34 @@ def _card(args: argparse.Namespace) -> int:
 
 
 def _model_cards(args: argparse.Namespace) -> int:
+    """MODEL_CARDS.md beside the checkpoints and, when they are the packaged ones, the model index's digests of
+    their config.json (``zoo.release.registry``)."""
     from zoo.release.index import model_cards_index
-    from zoo.release.registry import checkpoints_dir
+    from zoo.release.registry import checkpoints_are_packaged, checkpoints_dir, write_shipped_digests
 
     target = checkpoints_dir().parent / "MODEL_CARDS.md"
     content = model_cards_index(checkpoints_dir())
     if args.check:
-        if not target.exists() or target.read_text() != content:
-            print(f"{target} is out of date: run `dpzoo model-cards`", file=sys.stderr)
-            return 1
-        print(f"{target} is up to date")
-        return 0
+        return _check_model_cards(target, content)
     target.write_text(content)
     print(f"wrote {target}")
+    if checkpoints_are_packaged():
+        print(f"wrote the digests of the shipped config.json files in {write_shipped_digests()}")
+    return 0
+
+
+def _check_model_cards(target: Path, content: str) -> int:
+    """Exit status 1, naming each, while MODEL_CARDS.md or (for the packaged checkpoints) the digests are stale."""
+    from zoo.release.registry import INDEX_NAME, checkpoints_are_packaged, indexed_digests_current
+
+    stale = [] if target.exists() and target.read_text() == content else [str(target)]
+    if checkpoints_are_packaged() and not indexed_digests_current():
+        stale.append(f"{INDEX_NAME} (the digests of the shipped config.json files)")
+    for name in stale:
+        print(f"{name} is out of date: run `dpzoo model-cards`", file=sys.stderr)
+    if stale:
+        return 1
+    print(f"{target} is up to date")
     return 0
 
 
@@ -319,6 +352,12 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     )
     train.add_argument("--image-size", type=int, default=None, help="read images at this side (default: their own)")
     train.add_argument("--init-from", default=None, help="start from this model's weights (a base's id or folder)")
+    train.add_argument(
+        "--classes",
+        default=None,
+        help="comma-separated class folder names: the label set, in this order, whichever folders hold images "
+        "(default: the sorted class folders)",
+    )
     train.add_argument("--overwrite", action="store_true", help="replace a model already in --out")
     train.set_defaults(run=_train)
 
@@ -392,8 +431,14 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     card.add_argument("folder", help="a model folder in Hub layout")
     card.set_defaults(run=_card)
 
-    cards = commands.add_parser("model-cards", help="regenerate MODEL_CARDS.md from checkpoints/")
-    cards.add_argument("--check", action="store_true", help="only check that MODEL_CARDS.md is up to date")
+    cards = commands.add_parser(
+        "model-cards",
+        help="regenerate MODEL_CARDS.md and the model index's config.json digests (zoo.load checks them) from "
+        "checkpoints/",
+    )
+    cards.add_argument(
+        "--check", action="store_true", help="only check that MODEL_CARDS.md and the digests are up to date"
+    )
     cards.set_defaults(run=_model_cards)
 
     push = commands.add_parser("push", help="upload a model folder to the Hugging Face Hub")

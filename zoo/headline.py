@@ -3,19 +3,24 @@ data, guarantee numbers), computed from the ledger when the model is saved (``zo
 listing imports neither torch nor an accountant. ``zoo.load`` and ``dpzoo list --verify`` recompute it.
 
 Only numbers are stored of the guarantee; its words come from ``stated_guarantee``, so that the words shown
-cannot disagree with the numbers checked."""
+cannot disagree with the numbers checked. Every field of a stored headline is checked, the method and the data
+as well as the guarantee: each is shown as the model's."""
 
 from __future__ import annotations
 
 from typing import Any
 
 HEADLINE_KEY = "headline"
-#: what a stored headline must state exactly as the ledger gives it (the rest is presentation)
-GUARANTEE_KEYS = ("epsilon", "delta", "accountant", "pac")
+#: what a stored headline must state exactly as config.json's ledger and method give it; ``seeded`` is absent
+#: (None) from headlines stored before seeds were recorded, as from every unseeded model's
+HEADLINE_KEYS = ("method", "dataset", "notion", "epsilon", "delta", "accountant", "pac", "seeded")
 
 
 def stated_guarantee(headline: dict[str, Any]) -> str:
-    """The guarantee in a few words, in its own notion: PAC bounds (``pac``), (ε, δ), or none (public data)."""
+    """The guarantee in a few words, in its own notion: PAC bounds (``pac``), (ε, δ), or none (public data);
+    a model trained with seeded randomness (``seeded``) states that it has none."""
+    if headline.get("seeded"):
+        return f"not differentially private (seeded randomness: {', '.join(headline['seeded'])}; for testing)"
     if headline["pac"]:
         return "; ".join(
             f"PAC privacy: MI ≤ {g['mi_bound_nats']:g} nats (confidence {g['confidence']:g})" for g in headline["pac"]
@@ -26,8 +31,9 @@ def stated_guarantee(headline: dict[str, Any]) -> str:
 
 
 def headline_disagreement(stored: dict[str, Any], recomputed: dict[str, Any]) -> str | None:
-    """How a stored headline's guarantee differs from the one recomputed from the ledger; None if in nothing."""
-    differing = [key for key in GUARANTEE_KEYS if stored.get(key) != recomputed.get(key)]
+    """How a stored headline differs from the one recomputed from config.json's ledger and method; None if in
+    nothing."""
+    differing = [key for key in HEADLINE_KEYS if stored.get(key) != recomputed.get(key)]
     if not differing:
         return None
     return "; ".join(f"{key}: stored {stored.get(key)!r}, ledger gives {recomputed.get(key)!r}" for key in differing)

@@ -9,6 +9,8 @@ instantiated by LightningCLI (jsonargparse), into the objects a plan needs (``Re
 - A class's own error (a ``zoo.errors.UserError``: an ε below zero, a missing folder) raised while the
   recipe's objects are built is raised as it is: jsonargparse reports it wrapped in its own message, and the
   class's exception is found among that report's causes, never by its text.
+- A seed for the noise or the sampling (``privacy.init_args.noise_seed``, ``data.init_args.sampling_seed``) is
+  refused: a seeded model is not private, and seeds are for tests, which set them in Python.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from zoo.data.public import PublicData
 from zoo.errors import UserError
 from zoo.methods import DPGenerativeModel, check_data_arguments
 from zoo.privacy import Budget, DPCallback, PrivacyConfigError
+from zoo.privacy.budget import plan_seeds
 from zoo.stages import without_lightning_tips
 
 IMAGE_FOLDER = "zoo.data.ImageFolderDataModule"
@@ -175,6 +178,7 @@ def parse_recipe(argv: Sequence[str]) -> Recipe:
     budget = cli.config_init.get("privacy")
     recipe = Recipe(cli.model, cli.datamodule, budget, callbacks, trainer_options, cli.config)
     _check_budget(recipe)
+    _refuse_seeds(recipe)
     return recipe
 
 
@@ -192,6 +196,18 @@ def _check_budget(recipe: Recipe) -> None:
             "dpzoo fit trains privately: the recipe needs a top-level `privacy:` block naming the budget of the "
             "whole plan (class_path: zoo.privacy.DPBudget with init_args target_epsilon, delta, ...; or "
             "zoo.privacy.PACBudget)"
+        )
+
+
+def _refuse_seeds(recipe: Recipe) -> None:
+    """A seeded budget (``noise_seed``, PACBudget's ``seed``) or datamodule (``sampling_seed``) fixes the noise or
+    the sampling, so the release is a deterministic function of the data and not private: seeds are for tests,
+    which set them in Python, never for a recipe that trains a model to save."""
+    seeds = plan_seeds(recipe.budget, recipe.data)
+    if seeds:
+        raise PrivacyConfigError(
+            f"the recipe sets {', '.join(seeds)}: seeds are for tests only (a seeded model is not differentially "
+            "private); remove it from the recipe and the command line"
         )
 
 

@@ -9,10 +9,12 @@ the ε spent and the card's place are printed."""
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ from zoo.data.folder_check import (
     ignored_line,
     inspect_part,
 )
-from zoo.data.folders import content_digest, folder_parts, held_out_indices, subset
+from zoo.data.folders import folder_parts, hashed_below, held_out_indices, subset
 from zoo.errors import UserError
 from zoo.fit import run_fit
 from zoo.methods import DPGenerativeModel, method_class
@@ -67,6 +69,7 @@ def train_folder(
     image_size: int | None = None,
     init_from: str | None = None,
     overwrite: bool = False,
+    classes: Sequence[str] | None = None,
 ) -> Path:
     """Train ``method`` at (``epsilon``, ``delta``) on the image folder ``folder`` and save it in ``out``
     (default ``out/<folder>-<method>``); returns the model folder. Every bad input is refused before any work."""
@@ -76,7 +79,7 @@ def train_folder(
         resolve(init_from)
     root = Path(folder).expanduser()
     target = check_save_target(Path(out) if out else Path("out") / f"{root.resolve().name}-{method}", overwrite)
-    train_part, test_part = folder_parts(root)
+    train_part, test_part = folder_parts(root, classes)
     parts = [train_part, *([test_part] if test_part else [])]
     inspected = [inspect_part(part) for part in parts]
     facts = [f for part in inspected for f in part.readable()]
@@ -95,6 +98,7 @@ def train_folder(
         *("--config", str(choice.recipe.path), "--images", str(root)),
         *("--data.init_args.image_size", str(list(choice.size)), "--data.init_args.channels", str(used_channels)),
         *(("--data.init_args.convert", convert) if convert else ()),
+        *(("--data.init_args.classes", json.dumps(list(classes))) if classes else ()),
         *(("--data.init_args.test_fraction", str(HELD_OUT)) if test_part is None else ()),
         *(() if choice.recipe.validates else ("--data.init_args.validation_size", "0")),
         *("--privacy.init_args.target_epsilon", str(epsilon), "--privacy.init_args.delta", str(delta)),
@@ -105,6 +109,7 @@ def train_folder(
         *(("--overwrite",) if overwrite else ()),
     ]
     command = _command(root, method, epsilon, delta, max_steps, license, convert, channels, image_size, init_from)
+    command += f" --classes {shlex.quote(','.join(classes))}" if classes else ""
     recorded = {"config": f"configs/{choice.recipe.path.name}", "command": command}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*: ignored \d+ files? that", category=UserWarning)  # named above
@@ -163,16 +168,18 @@ def _summary(
     height, width_px = choice.size
     sentence = preprocessing_sentence(inspected[0].readable(), choice.size, channels, convert)
     lines.append(f"read as {channels}×{height}×{width_px}: {sentence}")
-    digest = f"sha256:{content_digest(test)[:16]}…"
     how = (
-        "the folder's test/" if len(inspected) > 1 else f"{HELD_OUT:.0%} of each class, chosen by a hash of file names"
+        "the folder's test/"
+        if len(inspected) > 1
+        else f"each image with chance {HELD_OUT:.0%}, by a hash of its own name"
     )
     lines.append(
-        f"held out for evaluation: {len(test.files):,} images ({how}; {digest}): never trained on, not among "
+        f"held out for evaluation: {len(test.files):,} images ({how}): never trained on, not among "
         "the records the ledger protects; `dpzoo evaluate MODEL --dataset FOLDER` uses them"
     )
     total = sum(trained.values())
-    validation = round(VALIDATION * total) if choice.recipe.validates else 0
+    rest = sorted(set(range(len(train.files))) - set(held_out))
+    validation = len(hashed_below(train, rest, VALIDATION, SPLIT_SEED, "validation")) if choice.recipe.validates else 0
     rest = f" ({validation:,} more kept for validation, not protected)" if validation else ""
     lines.append(f"training: {total - validation:,} images{rest}")
     lines.append(f"recipe: configs/{choice.recipe.path.name}: {choice.reason}")

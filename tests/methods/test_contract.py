@@ -18,6 +18,9 @@ from zoo.training import train
 HEAVY = {"per-class", "dp-nf", "dp2-vae", "dp2-vae-dp-encoder", "gs-wgan"}
 METHODS = [pytest.param(m, marks=pytest.mark.heavy) if m in HEAVY else m for m in sorted(registered_methods())]
 QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
+#: the test-only seeds a tiny recipe's budget may set: a seeded model states no guarantee, so the contract trains
+#: without them, as a released model is trained
+SEEDS = ("seed", "noise_seed")
 
 
 @pytest.fixture(scope="module", params=METHODS)
@@ -27,7 +30,7 @@ def trained(request, tmp_path_factory):
     torch.manual_seed(0)
     model = cls(**recipe.architecture)
     data = recipe.data()
-    privacy = recipe.budget(**recipe.privacy)
+    privacy = recipe.budget(**{name: value for name, value in recipe.privacy.items() if name not in SEEDS})
     train(model, data, privacy, max_steps=recipe.max_steps, limit_val_batches=0, **QUIET)
     folder = save_pretrained(model.eval(), tmp_path_factory.mktemp(request.param) / "model")
     return cls, recipe, model, folder

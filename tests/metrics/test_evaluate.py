@@ -74,8 +74,13 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     from tests.toys import ToyData, tiny_trainer
     from zoo.privacy import DPCallback
 
+    class NamedToy(ToyData):
+        """Records of a named source: a card may publish numbers against MNIST's test split, public and apart."""
+
+        records_identity = "toy-28/train#0123456789abcdef"
+
     model = DPLFlow(channels=(4, 8), latent_dim=4, flow_blocks=2, flow_hidden=16)
-    data = ToyData(TensorDataset(torch.rand(64, 1, 28, 28), torch.zeros(64)), 0.25, "toy-28")
+    data = NamedToy(TensorDataset(torch.rand(64, 1, 28, 28), torch.zeros(64)), 0.25, "toy-28")
     tiny_trainer([DPCallback(noise_multiplier=1.0, accountant="rdp")], 2).fit(model, data)
     folder = save_pretrained(model, tmp_path / "tiny-28")
     argv = [
@@ -99,6 +104,11 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     assert fid.metric_type == "fid_lenet" and "lenet-mnist" in fid.metric_name and kid.metric_type == "kid_lenet"
     assert "biased upwards" in fid.metric_config
     assert main(["evaluate", str(folder), "--metrics", "nope"]) == 2
+    unnamed = ToyData(TensorDataset(torch.rand(64, 1, 28, 28), torch.zeros(64)), 0.25, "toy-28")
+    tiny_trainer([DPCallback(noise_multiplier=1.0, accountant="rdp")], 2).fit(model, unnamed)
+    unchecked = save_pretrained(model, tmp_path / "unnamed")
+    assert main(["evaluate", str(unchecked), "--metrics", "fid_lenet", "--write-card"]) == 2
+    assert "nothing shows these images are not among them" in capsys.readouterr().err
 
 
 def test_density_metrics_of_a_per_class_flow(data_dir):

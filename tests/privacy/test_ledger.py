@@ -2,6 +2,7 @@
 datasets that may share records (other splits of one source) whatever their names."""
 
 import dp_accounting
+import numpy as np
 import pytest
 from dp_accounting import pld
 
@@ -45,7 +46,6 @@ def test_same_dataset_composes_sequentially_partitions_in_parallel():
             entry("all/class=0", 100, "all"),
             entry("all/class=1", 300, "all"),
             entry("all/class=1", 100, "all"),
-            entry("other", 50),
         ]
     )
     per_class_1 = epsilon_spent([(2.0, 0.1, 400)], 1e-5, "rdp")
@@ -53,7 +53,6 @@ def test_same_dataset_composes_sequentially_partitions_in_parallel():
     guarantees = ledger.guarantees()
     assert guarantees["all"]["epsilon"] == pytest.approx(per_class_1)  # max over disjoint parts
     assert set(guarantees["all"]["partitions"]) == {"all/class=0", "all/class=1"}
-    assert guarantees["other"]["epsilon"] == pytest.approx(epsilon_spent([(2.0, 0.1, 50)], 1e-5, "rdp"))
     with pytest.raises(KeyError, match="no entry for dataset"):
         ledger.epsilon("missing")
 
@@ -130,3 +129,27 @@ def test_a_ledger_written_before_records_identities_loads_and_keeps_its_epsilon(
     ledger = PrivacyLedger.from_dict(data)
     assert ledger.entries[0].records_identity is None
     assert ledger.guarantees()["a"]["epsilon"] == pytest.approx(epsilon_spent([(2.0, 0.1, 3)], 1e-5, "rdp"))
+
+
+def test_only_named_datasets_of_different_sources_stay_apart():
+    """Two folders the local index shows disjoint still compose: whether they share an image is a fact about the
+    images, and an ε that moved with it would tell whether they do. So do uses that name no records (written
+    before identities were recorded), and a folder named by a digest of its files (before the local index)."""
+    from zoo.privacy import record_index
+
+    keys = [bytes([k]) * 32 for k in range(4)]
+    mine = record_index.register(np.frombuffer(b"".join(keys[:2]), dtype=np.uint8))
+    theirs = record_index.register(np.frombuffer(b"".join(keys[2:]), dtype=np.uint8))
+    assert record_index.overlap(mine, theirs) is False
+    uses = [
+        records_entry("local:a/train[validation=0,seed=0]", 300, mine),
+        records_entry("local:b/train[validation=0,seed=0]", 300, theirs),
+        records_entry("toy", 300),
+        records_entry("photos@sha256:00ff/train[seed=0,minus-validation=0]", 300, "photos@sha256:00ff/train#ab"),
+        records_entry(MNIST_A, 300, "mnist/train#0123"),
+    ]
+    guarantees = PrivacyLedger(uses).guarantees()
+    assert guarantees[MNIST_A]["epsilon"] == pytest.approx(pld_epsilon(uses), rel=0.02)
+    assert {g["epsilon"] for g in guarantees.values()} == {guarantees[MNIST_A]["epsilon"]}
+    named = [records_entry(MNIST_A, 300, "mnist/train#0123"), records_entry("fashion_mnist/train[x]", 300)]
+    assert PrivacyLedger(named).guarantees()[MNIST_A]["composed_with"] == []

@@ -25,6 +25,7 @@ class ToyGAN(pl.LightningModule):
     backward pass runs through the critic just before the critic's private step."""
 
     privacy_barrier = "B2"
+    public_modules = {"generator": "trained only through the private critic's scores of generated samples"}
 
     def __init__(self):
         super().__init__()
@@ -82,6 +83,7 @@ class PrivateDecoderOnly(pl.LightningModule):
     backward pass for both, the encoder stepping first."""
 
     privacy_barrier = "B4"
+    public_modules = {"encoder": "a test of the decoder's gradient alone (DP²-VAE accounts for its encoders)"}
 
     def __init__(self):
         super().__init__()

@@ -1,4 +1,4 @@
-"""ImageFolderDataModule: both layouts, options, Poisson batches, content-fingerprinted ledger ids,
+"""ImageFolderDataModule: both layouts, options, Poisson batches, ledger ids from the local record index,
 the decoded cache, and a clear error before any work for each bad input."""
 
 import shutil
@@ -10,6 +10,7 @@ from PIL import Image
 from tests.folders import CLASSES, write_image_folder
 from zoo.data import DataNotFoundError, ImageFolderDataModule, ImageFolderError
 from zoo.data import folders as folders_module
+from zoo.errors import UserError
 from zoo.privacy.sampling import poisson_batches_of
 
 
@@ -24,11 +25,12 @@ def split(tmp_path):
 
 
 def test_flat_layout_reads_sorted_classes_and_carves_validation(flat):
-    data = ImageFolderDataModule(str(flat), validation_size=6)
+    data = ImageFolderDataModule(str(flat), validation_size=0.25)
     data.setup()
     assert data.classes == CLASSES and data.num_classes == 3
     assert data.image_shape == (3, 20, 24)
-    assert len(data.train_set) == 18 and len(data.validation_set) == 6 and data.test_set is None
+    assert len(data.train_set) + len(data.validation_set) == 24 and data.test_set is None
+    assert 0 < len(data.validation_set) < 12
     images, labels = data.train_set.tensors
     assert images.dtype == torch.float32 and 0 <= images.min() and images.max() <= 1
     assert sorted(labels.unique().tolist()) == [0, 1, 2]
@@ -39,7 +41,7 @@ def test_split_layout_has_a_test_part_read_at_the_training_shape(split):
     data = ImageFolderDataModule(str(split), image_size=16, channels=1, validation_size=0.25, convert="crop")
     data.setup()
     assert data.image_shape == (1, 16, 16)
-    assert len(data.validation_set) == 6 and len(data.train_set) == 18
+    assert len(data.train_set) + len(data.validation_set) == 24 and 0 < len(data.validation_set) < 12
     assert tuple(data.test_set.tensors[0].shape) == (9, 1, 16, 16)
 
 
@@ -73,15 +75,21 @@ def test_ledger_id_follows_the_contents_not_the_path(flat, tmp_path):
     assert resized.records_id == ImageFolderDataModule(str(flat)).records_id  # same records at another size
 
 
-def test_the_records_identity_names_the_folder_by_content_and_the_images_kept(flat):
-    """Another validation size keeps other images of the same folder: the same source, other records."""
-    data = ImageFolderDataModule(str(flat), validation_size=6)
-    source = f"{data.records_id}/train"
-    assert data.dataset_id.startswith(f"{source}[") and data.records_identity.startswith(f"{source}#")
-    assert ImageFolderDataModule(str(flat), validation_size=6).records_identity == data.records_identity
+def test_the_records_identity_names_the_images_kept_by_the_local_index_alone(flat):
+    """Another validation size keeps other images of the same folder: other records, under names that are
+    HMACs of the local index, not digests anyone could recompute from the files."""
+    data = ImageFolderDataModule(str(flat), validation_size=0.25)
+    assert data.records_id.startswith("local:") and data.records_identity.startswith("local:")
+    assert data.dataset_id.startswith(f"{data.records_id}/train[") and "flat" not in data.dataset_id
+    assert ImageFolderDataModule(str(flat), validation_size=0.25).records_identity == data.records_identity
     all_images = ImageFolderDataModule(str(flat), validation_size=0).records_identity
-    assert all_images.startswith(f"{source}#") and all_images != data.records_identity
+    assert all_images.startswith("local:") and all_images != data.records_identity
     assert len({data.for_class(k).records_identity for k in range(3)} | {data.records_identity}) == 4
+
+
+def test_a_folder_count_for_validation_is_refused_saying_why(flat):
+    with pytest.raises(UserError, match="fraction in .0, 1.*moves no other"):
+        ImageFolderDataModule(str(flat), validation_size=6)
 
 
 def test_second_load_comes_from_the_cache_until_a_file_changes(flat, monkeypatch):
@@ -146,14 +154,14 @@ def test_bad_options_are_refused_at_construction(flat):
     for options, words in (
         ({"channels": 2}, "channels must be 1"),
         ({"image_size": 0}, "image_size must be"),
-        ({"validation_size": 1.5}, "validation_size must be"),
+        ({"validation_size": 1.5}, "validation_size of an image folder is a fraction"),
         ({"label": 3}, "label must be a class in 0..2"),
         ({"sample_rate": 0}, "sample"),
     ):
         with pytest.raises(ValueError, match=words):
             ImageFolderDataModule(str(flat), **options)
-    with pytest.raises(ValueError, match="leaves no training images"):
-        ImageFolderDataModule(str(flat), validation_size=24).setup()
+    with pytest.raises(ValueError, match="leave no training images"):
+        ImageFolderDataModule(str(flat), validation_size=0.999, test_fraction=0.999).setup()
 
 
 def test_sixteen_bit_grey_images_are_scaled_not_clipped(tmp_path):

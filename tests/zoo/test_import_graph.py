@@ -19,7 +19,7 @@ PACKAGES = ("zoo", "lightning_modules")
 #: "zoo" is the package's own __init__ (the public API, imported lazily), "lightning_modules" the method files
 LAYERS = (
     ("zoo.errors",),
-    ("zoo.headline", "zoo.plots"),
+    ("zoo.headline", "zoo.plots", "zoo.local_state"),
     ("zoo.privacy",),
     ("zoo.data", "zoo.baselines", "lightning_modules.nets"),
     ("zoo.stages",),

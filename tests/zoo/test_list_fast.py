@@ -107,13 +107,6 @@ def test_a_stated_guarantee_the_ledger_does_not_give_is_flagged_by_verify_and_re
         zoo.load("tiny-flow")
 
 
-def test_only_the_guarantee_is_checked_not_its_presentation(shipped_here):
-    """A method's display name may change between versions: the model still loads."""
-    edit_config(shipped_here, lambda config: config[HEADLINE_KEY].update(method="an older name"))
-    assert zoo.list_models()[0]["method"] == "an older name"
-    assert zoo.load("tiny-flow").privacy_ledger.entries
-
-
 def test_a_folder_saved_before_headlines_were_stored_is_listed_from_its_ledger(saved, shipped_here):
     edit_config(shipped_here, lambda config: config.pop(HEADLINE_KEY))
     (row,) = zoo.list_models()

@@ -97,9 +97,23 @@ def test_finetuning_a_public_base_spends_on_the_private_data_alone_and_the_card_
 def test_records_the_model_protects_cannot_be_declared_public(folders):
     private = ImageFolderDataModule(str(folders[1]), validation_size=0)
     model = train(tiny_merf(), private, DPBudget(target_epsilon=1.0), max_steps=1, **QUIET)
-    with pytest.raises(PrivacyConfigError, match=r"declared public \(private@sha256:.*protects as private@sha256:"):
+    with pytest.raises(PrivacyConfigError, match=r"declared public \(local:.*shares records with local:"):
         pretrain_public(model, declared(folders[1]), max_steps=1, **QUIET)
     assert model.privacy_ledger.public_data == []
+
+
+def test_a_renamed_copy_declared_public_still_holds_the_protected_records(folders, tmp_path):
+    """The audit's reproduction: a copy under another folder name, its class folders renamed, declared public;
+    then the original trained privately. The local record index sees the same images: refused before any work."""
+    import shutil
+
+    copy = shutil.copytree(folders[1], tmp_path / "published-photos")
+    for index, class_folder in enumerate(sorted(p for p in copy.iterdir() if p.is_dir())):
+        class_folder.rename(copy / f"renamed-{index}")
+    base = pretrain_public(tiny_merf(), declared(copy), max_steps=1, **QUIET)
+    with pytest.raises(PrivacyConfigError, match="shares records with local:.*holds as public data"):
+        zoo.finetune(base, ImageFolderDataModule(str(folders[1]), validation_size=0), 1.0, max_steps=1, **QUIET)
+    assert base.privacy_ledger.entries == []
 
 
 def test_records_declared_public_cannot_be_protected_by_a_later_plan(folders):
@@ -107,8 +121,8 @@ def test_records_declared_public_cannot_be_protected_by_a_later_plan(folders):
     public = declared(folders[0])
     base = pretrain_public(tiny_merf(), public, max_steps=1, **QUIET)
     assert base.privacy_ledger.public_data[0].records_identity == public.records_identity
-    other_split = ImageFolderDataModule(str(folders[0]), validation_size=4)
-    with pytest.raises(PrivacyConfigError, match=r"which the ledger holds as public data \(public@sha256:"):
+    other_split = ImageFolderDataModule(str(folders[0]), validation_size=0.2)
+    with pytest.raises(PrivacyConfigError, match=r"which the ledger holds as public data \(declared public"):
         zoo.finetune(base, other_split, target_epsilon=1.0, max_steps=1, **QUIET)
     assert base.privacy_ledger.entries == []
 
@@ -131,8 +145,10 @@ def test_dpzoo_fit_pretrains_a_base_on_declared_public_data_and_a_private_recipe
     from_base = ["--images", str(private), "--init_from", str(base), "--save_pretrained", str(tuned)]
     assert main([*PRIVATE_RECIPE, *from_base]) == 0
     ledger = json.loads((tuned / "config.json").read_text())["privacy_ledger"]
-    assert [entry["dataset_id"].split("@")[0] for entry in ledger["entries"]] == ["private"]
-    assert [use["dataset_id"].split("@")[0] for use in ledger["public_data"]] == ["public"]
+    private_id = ImageFolderDataModule(str(private)).dataset_id
+    public_id = ImageFolderDataModule(str(public), validation_size=0).dataset_id
+    assert [entry["dataset_id"] for entry in ledger["entries"]] == [private_id]
+    assert [use["dataset_id"] for use in ledger["public_data"]] == [public_id]
 
 
 def test_a_public_recipe_spends_no_budget_and_a_base_must_fit_the_recipe(folders, tmp_path, capsys):
@@ -161,7 +177,7 @@ def test_a_base_for_another_class_count_starts_with_a_fresh_label_layer(folders,
     said = "generator.fc.0 re-initialised for the data's 2 classes"
     assert said in capsys.readouterr().out
     (entry,) = json.loads((tuned / "config.json").read_text())["privacy_ledger"]["entries"]
-    assert said in entry["note"] and entry["dataset_id"].startswith("two@")
+    assert said in entry["note"] and entry["dataset_id"].startswith("local:") and "two" not in entry["dataset_id"]
 
     model = zoo.finetune(str(base), ImageFolderDataModule(str(two), validation_size=0), 1.0, max_steps=1, **QUIET)
     assert model.num_classes == 2 and said in model.privacy_ledger.entries[-1].note
@@ -198,4 +214,4 @@ def test_a_recipe_that_names_an_image_folder_keeps_its_data_settings(folders, tm
     from_scratch = ["--init_from", "null", "--save_pretrained", str(folder)]
     assert main(["fit", "--config", str(recipe), *TINY_MERF, *from_scratch]) == 0
     (entry,) = json.loads((folder / "config.json").read_text())["privacy_ledger"]["entries"]
-    assert entry["dataset_id"].startswith("private@") and "minus-validation=6" in entry["dataset_id"]
+    assert entry["dataset_id"].startswith("local:") and "validation=0.25" in entry["dataset_id"]

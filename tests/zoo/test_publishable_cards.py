@@ -21,12 +21,13 @@ from zoo.release.layout import HUB_FILES, publishable_command
 
 DATA = {
     "name": "my-photos",
-    "records": "my photos@sha256:0123456789abcdef/train#fedcba9876543210",
+    "records": "local:fedcba9876543210",
     "classes": ["Boats", "kitties", "planes and jets", "trucks_2024"],
     "images": 2700,
     "image_shape": [3, 32, 32],
     "preprocessing": "resize to 32×32 with center crop; RGBA composited on white; grey converted to RGB",
-    "held_out": {"images": 300, "digest": "sha256:5e1f00d"},
+    # a digest as configs held it before round 5: never shown
+    "held_out": {"images": 300, "fraction": 0.1, "seed": 0, "digest": "sha256:5e1f00d"},
 }
 
 
@@ -87,12 +88,12 @@ def test_the_data_section_shows_what_the_user_gave(model, tmp_path):
     data_section = card.split("## Data")[1].split("## Privacy")[0]
     for row in (
         "| name | my-photos |",
-        "| records (as the privacy ledger names them) | `my photos@sha256:0123456789abcdef/train#fedcba9876543210` |",
+        "| records (as the privacy ledger names them) | `local:fedcba9876543210` |",
         "| classes | 4: Boats, kitties, planes and jets, trucks_2024 |",
         "| training images | 2,700 |",
         "| image shape | 3×32×32 |",
         "| preprocessing | resize to 32×32 with center crop; RGBA composited on white; grey converted to RGB |",
-        "| held out of training | 300 images (sha256:5e1f00d) |",
+        "| held out of training | 300 images; fraction 0.1; seed 0 |",
     ):
         assert row in data_section
     partial = save_pretrained(model, tmp_path / "partial", data={"name": "just a name"})
@@ -130,17 +131,19 @@ def test_a_licence_only_when_one_is_given(model, tmp_path):
 
 def test_a_public_stages_words_are_attributed_to_it_and_only_the_ledger_relates_the_data(model, tmp_path):
     """The words a base's pretraining gave for its public data ("disjoint from the private folder") stay that
-    stage's; the card's own statement about the two data is what the ledger shows: different record sources."""
+    stage's; the card's own statement about the two data is what the ledger shows: different named datasets.
+    Folders (a local record index's names) are compared on the machine that trained, and the card says nothing."""
     claim = "CIFAR-10 classes 0-4: a published dataset, disjoint from the private folder (classes 5-9)"
-    base = "base@sha256:00ff/train"
+    base = "fashion_mnist/train"
     public = PublicDataUse(f"{base}[seed=0]", 24, claim, "public pretraining", f"{base}#ab")
     (entry,) = model.privacy_ledger.entries
     unnamed = PrivacyLedger([entry], public_data=[public])  # the toy entry names no records: no source to compare
-    named = PrivacyLedger([replace(entry, records_identity="mine@sha256:11ee/train#cd")], public_data=[public])
+    named = PrivacyLedger([replace(entry, records_identity="mnist/train#cd")], public_data=[public])
+    local = PrivacyLedger([replace(entry, records_identity="local:11ee")], public_data=[public])
     cards = {}
     original = model.privacy_ledger
     try:
-        for name, ledger in {"unnamed": unnamed, "named": named}.items():
+        for name, ledger in {"unnamed": unnamed, "named": named, "local": local}.items():
             model.privacy_ledger = ledger
             cards[name] = (save_pretrained(model, tmp_path / name) / "README.md").read_text()
     finally:
@@ -149,10 +152,10 @@ def test_a_public_stages_words_are_attributed_to_it_and_only_the_ledger_relates_
         assert f"Public data, {PUBLIC_DATA_OF_EARLIER_STAGES}:" in card and PUBLIC_DATA not in card
         assert f"| {claim} | public pretraining |" in card  # the stage's words, in the public data's own row
     relation = (
-        "The protected records come from mine@sha256:11ee/train, the public records from base@sha256:00ff/train: "
-        "different sources"
+        "The protected records come from mnist/train, the public records from fashion_mnist/train: "
+        "different named datasets"
     )
-    assert relation in cards["named"] and "different sources" not in cards["unnamed"]
+    assert relation in cards["named"] and all("different named" not in cards[k] for k in ("unnamed", "local"))
 
 
 def test_every_file_gets_the_mode_of_a_normally_created_file(model, tmp_path):

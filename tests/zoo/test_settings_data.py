@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.zoo.test_cifar10 import REAL_DATA
-from zoo.data.folders import content_digest, folder_parts
+from zoo.data.folders import folder_parts
 from zoo.data.partition import train_validation_split
 from zoo.release.registry import checkpoints_dir
 
@@ -28,6 +28,8 @@ def _folders_script():
 FOLDERS_SCRIPT = _folders_script()
 VALIDATION = FOLDERS_SCRIPT.VALIDATION
 NAMED_SPLIT = re.compile(r"^(mnist|fashion_mnist|cifar10)/train\[seed=(\d+),minus-validation=(\d+)\]")
+HELD_FOR_VALIDATION = re.compile(r"minus-validation=(\d+)\]")
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(checkpoints_dir().glob("*/config.json"))
 
 
@@ -53,17 +55,22 @@ def test_a_shipped_model_on_a_named_dataset_leaves_out_the_validation_split(conf
 @pytest.mark.heavy
 def test_the_cifar10_class_folders_of_shipped_models_hold_no_validation_image(tmp_path):
     """Rebuilt by ``benchmarks/cifar10_class_folders.py``: no training image of either folder has the bytes
-    of a validation image, and every shipped model that names a folder was trained on these very files."""
+    of a validation image, and every shipped model whose recipe reads a folder used as many of its images as
+    the folder holds (minus its own validation share): the ledger names folders by no digest of their files."""
     tree = (REAL_DATA / "cifar10-images").resolve()
     train = folder_parts(tree)[0]
     _, validation = train_validation_split(len(train.files), VALIDATION["validation_size"], VALIDATION["seed"])
     validation_bytes = {hashlib.sha256(train.files[i].read_bytes()).digest() for i in validation.tolist()}
     training_files = FOLDERS_SCRIPT.training_files_outside_validation(tree)
-    used = [dataset_id for config in CONFIGS for dataset_id in data_used(json.loads(config.read_text()))]
+    configs = [json.loads(config.read_text()) for config in CONFIGS]
     for name, labels in FOLDERS_SCRIPT.FOLDERS.items():
         FOLDERS_SCRIPT.write_folder(tmp_path / name, tree, labels, training_files)
         part = folder_parts(tmp_path / name)[0]
         assert not any(hashlib.sha256(file.read_bytes()).digest() in validation_bytes for file in part.files)
-        naming = [dataset_id for dataset_id in used if dataset_id.startswith(f"{name}@sha256:")]
-        assert naming, f"no shipped model names {name}"
-        assert all(dataset_id.startswith(f"{name}@sha256:{content_digest(part)[:16]}/") for dataset_id in naming)
+        readers = [c for c in configs if f"root: data/{name}\n" in (ROOT / c["recipe"]["config"]).read_text()]
+        assert readers, f"no shipped model's recipe reads {name}"
+        for config in readers:
+            ledger = config["privacy_ledger"]
+            for use in ledger["entries"] or ledger["public_data"]:  # a private folder's uses, or a public base's
+                size = use.get("dataset_size", use.get("records"))
+                assert size == len(part.files) - int(HELD_FOR_VALIDATION.search(use["dataset_id"])[1])

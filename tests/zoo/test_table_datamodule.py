@@ -175,3 +175,35 @@ def test_every_split_of_a_table_draws_its_records_from_the_one_table():
     records = [data.records_identity for data in tables]
     assert all(r.startswith("half_moons/train#") for r in records) and len(set(records)) == 3
     assert tables[0].dataset_id.startswith("half_moons/train[")
+
+
+def test_a_users_table_file_is_named_by_the_local_index_and_split_row_by_row(tmp_path):
+    """A user's CSV: the ledger names its rows by this machine's record index, not by the file's path or a digest
+    of the rows, a copy elsewhere is the same data, and removing one row moves no other row's side."""
+    import numpy as np
+
+    rows = np.random.default_rng(0).normal(size=(400, 3))
+    table = tmp_path / "patients.csv"
+    np.savetxt(table, rows, delimiter=",")
+    options = dict(standardisation="public", validation_fraction=0.1)
+    data = TableDataModule(str(table), **options)
+    assert (
+        data.dataset_id.startswith("local:")
+        and "patients" not in data.dataset_id
+        and str(tmp_path) not in (data.dataset_id + data.records_identity)
+    )
+    copy = tmp_path / "elsewhere.csv"
+    copy.write_bytes(table.read_bytes())
+    assert TableDataModule(str(copy), **options).records_identity == data.records_identity
+
+    def sides(module):
+        module.setup()
+        return {side: {tuple(r) for r in getattr(module, f"{side}_rows").double().numpy().round(6)} for side in (
+            "train", "validation", "test")}  # fmt: skip
+
+    before = sides(data)
+    assert all(before.values())
+    np.savetxt(table, rows[1:], delimiter=",")
+    after = sides(TableDataModule(str(table), **options))
+    removed = tuple(np.float32(rows[0]).astype(np.float64).round(6))
+    assert after == {side: kept - {removed} for side, kept in before.items()}

@@ -6,7 +6,6 @@ import json
 import shutil
 
 import pytest
-import torch
 import yaml
 from PIL import Image
 
@@ -14,8 +13,8 @@ from tests.folders import CORRUPT, MESSY_CLASSES, write_messy_folder
 from zoo import recipes
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule, ImageFolderError
-from zoo.data.folders import folder_parts, held_out_indices, read_part
-from zoo.privacy.records import records_identity
+from zoo.data.folders import folder_parts, held_out_indices, read_part, record_keys, subset
+from zoo.privacy import record_index
 from zoo.recipes import Choice, Problem, choose_recipe
 
 #: dp-merf's recipes with a model small enough to train in seconds
@@ -97,17 +96,17 @@ def test_the_held_out_part_is_chosen_by_file_names_and_stays_out_of_the_records(
     data = ImageFolderDataModule(str(cleaned), test_fraction=0.1, **options)
     data.setup()
     held = held_out_indices(data.train_part, 0.1, seed=0)
-    assert [data.train_part.labels[i] for i in held] == [0, 1, 2, 3] and len(data.test_set) == 4
-    kept = sorted(set(range(48)) - set(held))
-    source = data.records_identity.partition("#")[0]
-    assert data.records_identity == records_identity(source, torch.tensor(kept))
+    assert 0 < len(held) < 12 and len(data.test_set) == len(held)
+    held_keys = record_keys(subset(data.train_part, held)).numpy()
+    assert record_index.shared_keys(data.records_identity, held_keys) == 0
+    assert len(record_index.keys_of(data.records_identity)) == 48 - len(held)
     whole = ImageFolderDataModule(str(cleaned), **options)
-    assert whole.records_identity.partition("#")[0] == source != whole.records_identity  # same source, others kept
+    assert whole.records_identity != data.records_identity
     grown = shutil.copytree(cleaned, tmp_path / "grown")
     Image.new("RGB", (32, 32)).save(grown / "Boats" / "new.png")
     part, _ = folder_parts(grown)
-    names = {part.files[i].name for i in held_out_indices(part, 0.1, seed=0) if part.labels[i] != 0}
-    assert names == {data.train_part.files[i].name for i in held if data.train_part.labels[i] != 0}
+    names = {part.files[i].name for i in held_out_indices(part, 0.1, seed=0) if part.files[i].name != "new.png"}
+    assert names == {data.train_part.files[i].name for i in held}
 
 
 def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_path, capsys, caplog):
@@ -115,12 +114,13 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
     train = ["train", str(cleaned), *TRAIN, "--out", str(out), "--convert", "crop", "--channels", "3"]
     assert main([*train, "--max-steps", "2"]) == 0
     printed = capsys.readouterr().out
+    held = len(held_out_indices(folder_parts(cleaned)[0], 0.1, seed=0))
     for words in (
         "my photos: 4 classes (one folder per class, no test/)",
         "planes and jets",
         "read as 3×32×32: 20 of 48 images resized to 32×32, 12 of them centre-cropped",
-        "held out for evaluation: 4 images (10% of each class",
-        "training: 44 images",
+        f"held out for evaluation: {held} images (each image with chance 10%, by a hash of its own name)",
+        f"training: {48 - held} images",
         "recipe: configs/dp_merf_cifar10_eps1.yaml: dp-merf's recipe for colour images (CIFAR-10, 32×32)",
         "estimated time: about",
         "privacy: (ε = 0.99",
@@ -130,8 +130,8 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
     assert "Tip:" not in caplog.text + printed
     config = json.loads((out / "config.json").read_text())
     data = config["data"]
-    assert data["name"] == "my photos" and data["classes"] == list(MESSY_CLASSES) and data["images"] == 44
-    assert data["held_out"]["images"] == 4 and data["held_out"]["digest"].startswith("sha256:")
+    assert data["name"] == "my photos" and data["classes"] == list(MESSY_CLASSES) and data["images"] == 48 - held
+    assert data["held_out"] == {"images": held, "fraction": 0.1, "seed": 0, "convert": "crop"}
     (entry,) = config["privacy_ledger"]["entries"]
     assert entry["records_identity"] == data["records"]
     assert config["license"] is None and config["recipe"]["command"].startswith("dpzoo train 'my photos' --method")
@@ -144,12 +144,17 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
     evaluate = ["evaluate", str(out), "--dataset", str(cleaned), "--metrics", "cas_mlp", "--num-samples", "20"]
     evaluate += ["--runs", "1", "--epochs", "1"]
     assert main([*evaluate, "--json", str(report)]) == 0
-    assert "the 4 images of my photos held out of training" in json.loads(report.read_text())["reference"]
+    reported = json.loads(report.read_text())
+    assert reported["reference"] == f"the images of my photos held out of training ({held} held-out images)"
+    assert "not_publishable" not in reported
     changed = shutil.copytree(cleaned, tmp_path / "changed" / "my photos")
     part, _ = folder_parts(changed)
-    Image.new("RGB", (32, 32)).save(part.files[held_out_indices(part, 0.1, seed=0)[0]])
-    assert main([*evaluate[:3], str(changed), *evaluate[4:]]) == 2
-    assert "has other contents" in capsys.readouterr().err
+    trained = next(i for i in range(48) if i not in held_out_indices(part, 0.1, seed=0))
+    shutil.copy(part.files[trained], part.files[held_out_indices(part, 0.1, seed=0)[0]])  # a trained image, renamed
+    assert main([*evaluate[:3], str(changed), *evaluate[4:], "--json", str(report), "--overwrite"]) == 0
+    assert "1 of these images are records the model protects" in json.loads(report.read_text())["not_publishable"]
+    assert main([*evaluate[:3], str(changed), *evaluate[4:], "--write-card"]) == 2
+    assert "1 of these images are records the model protects" in capsys.readouterr().err
 
 
 def test_the_recipe_is_chosen_for_the_images_and_a_misfit_is_refused_with_options(tmp_path, capsys):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytorch_lightning as pl
+import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from zoo.data.images import IMAGE_DATASETS, IMAGE_SHAPES, load_images
 from zoo.data.partition import train_validation_split
 from zoo.errors import UserError
+from zoo.privacy.record_index import pixel_keys, register_named
 from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
@@ -53,6 +55,7 @@ class ImageDataModule(pl.LightningDataModule):
         self.validation_set: TensorDataset | None = None
         self.test_set: TensorDataset | None = None
         self._kept: Tensor | None = None
+        self._registered: str | None = None
 
     def for_class(self, label: int) -> ImageDataModule:
         """The same data restricted to one class (a disjoint partition), for per-class training."""
@@ -85,9 +88,16 @@ class ImageDataModule(pl.LightningDataModule):
 
     @property
     def records_identity(self) -> str:
-        """Which images of the official training split this module serves (``zoo.privacy.records``)."""
+        """Which images of the official training split this module serves (``zoo.privacy.records``: a public
+        description), their keys kept in this machine's record index under it, so that a folder holding copies
+        of them is found to share them (``zoo.privacy.record_index``)."""
         self.setup()
-        return records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+        identity = records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+        if identity != self._registered:
+            images = self.train_set.tensors[0]  # type: ignore[union-attr]
+            register_named(identity, pixel_keys(images.mul(255).round_().to(torch.uint8).numpy()))
+            self._registered = identity
+        return identity
 
     def _source(self) -> str:
         return f"{self.dataset}/train"

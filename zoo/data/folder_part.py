@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: bump when decoding changes, so that old cached copies are not served
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: each image's record key (zoo.privacy.record_index) is cached too
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """Image folders (``root/<class>/*.png``, optionally ``root/train`` + ``root/test``) read once with PIL
 into uint8 tensors, checked for what would otherwise fail deep inside training, and cached.
 
-Two fingerprints: the *cache key* (file list, sizes, mtimes and decoding options) finds a decoded
-copy; the *content digest* (each file's bytes with its class, independent of file names, paths,
-mtimes and decoding options) names the records in the privacy ledger, so that the same images
-compose with earlier entries wherever they lie and whatever size they are decoded to.
+The *cache key* (file list, sizes, mtimes and decoding options) finds a decoded copy. Each image's *record
+key* (``zoo.privacy.record_index.pixel_key``: its pixels at their own size, independent of file names, paths,
+mtimes and decoding options) goes to the local record index, never into anything published. Which side of a
+split a file falls on (held out, validation, training) is decided by a seeded hash of its own class and name
+(``hashed_below``), so that adding or removing one file moves no other file.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from zoo.data.folder_check import (
 from zoo.data.folder_part import FolderPart
 from zoo.data.settings import CACHE_DIR_ENV, DataNotFoundError, cache_dir
 from zoo.errors import UserError
+from zoo.privacy.record_index import KEY_BYTES, pixel_key
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
@@ -49,35 +51,54 @@ class DecodedImages:
     images: Tensor  # uint8 (N, C, H, W)
     labels: Tensor  # int64 (N,)
     classes: tuple[str, ...]
-    #: sha256 over each file's bytes and class, in sorted order (independent of names and paths)
-    content_digest: str
+    #: each image's record key (N, 32) uint8, from its pixels at their own size (``zoo.privacy.record_index``)
+    record_keys: Tensor
     #: what reading did to the images (``zoo.data.conversion.preprocessing_sentence``)
     preprocessing: str
 
 
-def folder_parts(root: str | Path) -> tuple[FolderPart, FolderPart | None]:
+def folder_parts(root: str | Path, classes: Sequence[str] | None = None) -> tuple[FolderPart, FolderPart | None]:
     """(train, test) parts of ``root``: ``root/train`` and ``root/test`` when both exist, else
     ``root`` itself and no test part. Classes are the sorted sub-folder names (torchvision's
-    ``ImageFolder``); the test part must have the train part's classes."""
+    ``ImageFolder``); the test part must have the train part's classes. Given ``classes``, the label set is
+    that list in its order, whichever folders hold images: a listed class may have no folder or no images,
+    and a folder outside the list is refused (the labels, public on a card, then depend on no image)."""
     root = Path(root).expanduser()
     if not root.exists():
         raise DataNotFoundError(f"no image folder at {root}")
     if not root.is_dir():
         raise ImageFolderError(f"{root} is a file; pass the folder that holds one sub-folder per class")
+    if classes is not None:
+        classes = _check_classes(classes)
     if (root / "train").is_dir() and (root / "test").is_dir():
-        train, test = _part(root / "train"), _part(root / "test")
+        train, test = _part(root / "train", classes), _part(root / "test", classes)
         if test.classes != train.classes:
             raise ImageFolderError(
                 f"{root}: test/ has classes {list(test.classes)} but train/ has {list(train.classes)}; "
                 "both must hold the same class folders"
             )
         return train, test
-    return _part(root), None
+    return _part(root, classes), None
 
 
-def _part(root: Path) -> FolderPart:
+def _check_classes(classes: Sequence[str]) -> tuple[str, ...]:
+    names = tuple(classes)
+    if not names or any(not isinstance(n, str) or not n or "/" in n for n in names) or len(set(names)) < len(names):
+        raise UserError(f"classes must be distinct class-folder names, at least one, got {list(names)!r}")
+    return names
+
+
+def _part(root: Path, given: tuple[str, ...] | None = None) -> FolderPart:
     entries = list(os.scandir(root))
-    classes = tuple(sorted(entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")))
+    found = tuple(sorted(entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")))
+    if given is not None:
+        outside = [name for name in found if name not in given]
+        if outside:
+            raise ImageFolderError(
+                f"{root} holds class folders {outside} that are not among the classes given ({list(given)}): "
+                "add them to the list, or move them out of the folder"
+            )
+    classes = found if given is None else given
     if not classes:
         loose = sum(1 for f in root.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
         hint = (
@@ -88,11 +109,12 @@ def _part(root: Path) -> FolderPart:
     files: list[Path] = []
     labels: list[int] = []
     for label, name in enumerate(classes):
-        entries = sorted(e.name for e in os.scandir(root / name) if e.is_file())
-        images = [root / name / e for e in entries if _is_image(e)]
-        if not images:
+        folder = root / name
+        entries = sorted(e.name for e in os.scandir(folder) if e.is_file()) if folder.is_dir() else []
+        images = [folder / e for e in entries if _is_image(e)]
+        if not images and given is None:
             raise ImageFolderError(
-                f"class folder {root / name} holds no images ({', '.join(IMAGE_SUFFIXES)}); remove it or add images"
+                f"class folder {folder} holds no images ({', '.join(IMAGE_SUFFIXES)}); remove it or add images"
             )
         ignored += [f"{name}/{e}" for e in entries if not _is_image(e)]
         files += images
@@ -118,19 +140,22 @@ def subset(part: FolderPart, indices: Sequence[int]) -> FolderPart:
 
 
 def held_out_indices(part: FolderPart, fraction: float, seed: int) -> list[int]:
-    """A fixed ``fraction`` of each class, chosen by a seeded hash of the file names: the same files for the
-    same names, whatever else the folder holds, so the split travels with a model as (fraction, seed)."""
-    chosen = []
-    for label in range(len(part.classes)):
-        members = [i for i, own in enumerate(part.labels) if own == label]
-        ranked = sorted(members, key=lambda i: _name_hash(part, i, seed))
-        chosen += ranked[: round(fraction * len(members))]
-    return sorted(chosen)
+    """The files a folder without ``test/`` keeps out of training: those whose seeded hash falls below
+    ``fraction`` (``hashed_below``), so the split travels with a model as (fraction, seed)."""
+    return hashed_below(part, range(len(part.files)), fraction, seed, "test")
 
 
-def _name_hash(part: FolderPart, index: int, seed: int) -> str:
-    name = f"{seed}\0{part.classes[part.labels[index]]}/{part.files[index].name}"
-    return hashlib.sha256(name.encode()).hexdigest()
+def hashed_below(part: FolderPart, indices: Sequence[int], fraction: float, seed: int, purpose: str) -> list[int]:
+    """The files among ``indices`` whose hash of (``purpose``, ``seed``, class, file name) falls below
+    ``fraction``: each file's side depends on its own name alone, so adding or removing one file changes
+    that file's side and no other's (a permutation of positions would move hundreds)."""
+    return [i for i in indices if _name_share(part, i, seed, purpose) < fraction]
+
+
+def _name_share(part: FolderPart, index: int, seed: int, purpose: str) -> float:
+    """A uniform number in [0, 1) from the file's class and name."""
+    name = f"{purpose}\0{seed}\0{part.classes[part.labels[index]]}/{part.files[index].name}"
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") / 2**64
 
 
 def read_part(
@@ -149,9 +174,9 @@ def read_part(
     if cache and cached.is_file():
         try:
             with safe_open(str(cached), "pt") as stored:
-                images, labels = stored.get_tensor("images"), stored.get_tensor("labels")
-                metadata = stored.metadata()
-            return DecodedImages(images, labels, part.classes, metadata["digest"], metadata["preprocessing"])
+                images, labels, keys = (stored.get_tensor(name) for name in ("images", "labels", "keys"))
+                preprocessing = stored.metadata()["preprocessing"]
+            return DecodedImages(images, labels, part.classes, keys, preprocessing)
         except (SafetensorError, OSError, KeyError, ValueError):
             cached.unlink(missing_ok=True)  # a partial or stale copy: decode again
     decoded = decode_part(part, size, channels, convert, along)
@@ -177,34 +202,30 @@ def decode_part(
     target_channels = channels or common_channels(facts)
     height, width = target_size
     images = np.empty((len(part.files), height, width, target_channels), dtype=np.uint8)
-    content = []
+    keys = np.empty((len(part.files), KEY_BYTES), dtype=np.uint8)
     for index, file in enumerate(_progress(part.files, f"decoding {part.root}")):
-        data = file.read_bytes()
-        content.append(_content_line(part.classes[part.labels[index]], data))
-        images[index] = _decode(data, file, target_size, target_channels, convert)
-    digest = _content_digest(content)
+        images[index], key = _decode(file, target_size, target_channels, convert)
+        keys[index] = np.frombuffer(key, dtype=np.uint8)
     return DecodedImages(
         torch.from_numpy(images).permute(0, 3, 1, 2).contiguous(),
         torch.tensor(part.labels, dtype=torch.int64),
         part.classes,
-        digest,
+        torch.from_numpy(keys),
         preprocessing_sentence(facts, target_size, target_channels, convert),
     )
 
 
-def content_digest(part: FolderPart) -> str:
-    """The part's ``DecodedImages.content_digest`` from its files' bytes, without decoding them."""
-    files = zip(part.files, part.labels, strict=True)
-    return _content_digest([_content_line(part.classes[label], file.read_bytes()) for file, label in files])
-
-
-def _content_line(class_name: str, data: bytes) -> str:
-    return f"{class_name}\0{hashlib.sha256(data).hexdigest()}"
-
-
-def _content_digest(lines: list[str]) -> str:
-    """sha256 over each file's bytes and class, in sorted order (independent of names and paths)."""
-    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
+def record_keys(part: FolderPart) -> Tensor:
+    """The record keys (N, 32) of the part's images, as ``decode_part`` gives them, without resizing them: for
+    checking held-out images against a model's protected records."""
+    keys = np.empty((len(part.files), KEY_BYTES), dtype=np.uint8)
+    for index, file in enumerate(part.files):
+        try:
+            with Image.open(io.BytesIO(file.read_bytes())) as image:
+                keys[index] = np.frombuffer(_native_key(image, file), dtype=np.uint8)
+        except OSError as error:
+            raise ImageFolderError(f"{file} is corrupt or truncated ({error}); remove or replace it") from None
+    return torch.from_numpy(keys)
 
 
 def check_image_size(image_size: int | Sequence[int] | None) -> tuple[int, int] | None:
@@ -217,19 +238,33 @@ def check_image_size(image_size: int | Sequence[int] | None) -> tuple[int, int] 
     return (sides[0], sides[-1])
 
 
-def _decode(data: bytes, file: Path, size: tuple[int, int], channels: int, convert: str | None) -> np.ndarray:
-    """``data``, the bytes of ``file``, as a uint8 (H, W, C) array (``zoo.data.conversion``)."""
+def _decode(file: Path, size: tuple[int, int], channels: int, convert: str | None) -> tuple[np.ndarray, bytes]:
+    """The image in ``file`` as a uint8 (H, W, C) array (``zoo.data.conversion``), and its record key."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with Image.open(io.BytesIO(file.read_bytes())) as image:
+            key = _native_key(image, file)
             if image.mode in SIXTEEN_BIT_MODES:  # PIL's convert("L") clips 16-bit values instead of scaling
-                image = Image.fromarray((np.asarray(image, dtype=np.float64) / 257).round().astype(np.uint8))
+                image = _eight_bit(image)
             if convert and has_transparency(image):
                 image = on_white(image)
             image = fitted(image.convert("L" if channels == 1 else "RGB"), size, convert)
             array = np.asarray(image, dtype=np.uint8)
     except (OSError, SyntaxError, ValueError) as error:
         raise ImageFolderError(f"{file} is corrupt or truncated ({error}); remove or replace it") from None
-    return array[:, :, None] if channels == 1 else array
+    return (array[:, :, None] if channels == 1 else array), key
+
+
+def _native_key(image: Image.Image, file: Path) -> bytes:
+    """The record key of an image at its own size (``zoo.privacy.record_index.pixel_key``)."""
+    try:
+        native = _eight_bit(image) if image.mode in SIXTEEN_BIT_MODES else image
+        return pixel_key(np.asarray(native.convert("RGB"), dtype=np.uint8))
+    except (OSError, SyntaxError, ValueError) as error:
+        raise ImageFolderError(f"{file} is corrupt or truncated ({error}); remove or replace it") from None
+
+
+def _eight_bit(image: Image.Image) -> Image.Image:
+    return Image.fromarray((np.asarray(image, dtype=np.float64) / 257).round().astype(np.uint8))
 
 
 def _progress(files: Sequence[Path], description: str):  # type: ignore[no-untyped-def]
@@ -246,8 +281,8 @@ def _write_cache(path: Path, decoded: DecodedImages) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
-        metadata = {"digest": decoded.content_digest, "preprocessing": decoded.preprocessing}
-        save_file({"images": decoded.images, "labels": decoded.labels}, str(partial), metadata)
+        tensors = {"images": decoded.images, "labels": decoded.labels, "keys": decoded.record_keys}
+        save_file(tensors, str(partial), {"preprocessing": decoded.preprocessing})
         os.chmod(partial, 0o600)
         partial.replace(path)
     except OSError as error:

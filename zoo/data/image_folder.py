@@ -17,16 +17,14 @@ from zoo.data.conversion import check_convert
 from zoo.data.folders import (
     DecodedImages,
     check_image_size,
-    content_digest,
     folder_parts,
+    hashed_below,
     held_out_indices,
     read_part,
-    subset,
     warn_ignored,
 )
-from zoo.data.partition import train_validation_split
 from zoo.errors import UserError
-from zoo.privacy.records import records_identity
+from zoo.privacy import record_index
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
@@ -35,21 +33,22 @@ class ImageFolderDataModule(pl.LightningDataModule):
     """Images in ``root/<class>/*.{png,jpg,jpeg,bmp,webp}`` (classes are the sorted folder names), or in
     ``root/train/<class>/...`` and ``root/test/<class>/...``; the test part is for evaluation only.
 
-    The training images minus ``validation_size`` held out with a fixed seed (a count, or a
-    fraction of them) are the private data, served by Poisson sampling at ``sample_rate``; the
-    validation images are for tuning and are not protected. A folder without ``test/`` keeps
-    ``test_fraction`` of each class as its test part (chosen by a hash of the file names seeded with
-    ``split_seed``): never trained on, never in the ledger's records, and recorded with a model
-    (``card_data``) so that evaluation finds it again. ``image_size`` (an int or (H, W)) resizes
-    every image, ``channels`` (1 or 3) converts them; by default both come from the images, which
-    must then agree. ``convert`` ("crop", "pad" or "stretch": ``zoo.data.conversion``) allows what
-    would otherwise be refused: images of another aspect ratio, transparency. Every problem of the folder
-    is reported at once, before any work (``zoo.data.folder_check``). Images are decoded once into
-    uint8 and, with ``cache``, a copy is kept under ``DPZOO_CACHE_DIR`` (owner-only: it holds the
-    private images) for the next run.
+    The training images minus a ``validation_size`` fraction held out for tuning (not protected) are the
+    private data, served by Poisson sampling at ``sample_rate``. A folder without ``test/`` keeps a
+    ``test_fraction`` as its test part: never trained on, never in the ledger's records, and recorded with a
+    model (``card_data``) so that evaluation finds it again. Each file's side of both splits is decided by a
+    hash of ``split_seed``, its class and its own name (``zoo.data.folders.hashed_below``), so that adding or
+    removing one image changes that image's side and no other's: the neighbouring datasets of the guarantee
+    differ by that one record. ``image_size`` (an int or (H, W)) resizes every image, ``channels`` (1 or 3)
+    converts them; by default both come from the images, which must then agree. ``convert`` ("crop", "pad" or
+    "stretch": ``zoo.data.conversion``) allows what would otherwise be refused: images of another aspect
+    ratio, transparency. ``classes`` fixes the label set and its order (else the sorted class folders), so
+    that the class names a card shows depend on no image. Every problem of the folder is reported at once,
+    before any work (``zoo.data.folder_check``). Images are decoded once into uint8 and, with ``cache``, a
+    copy is kept under ``DPZOO_CACHE_DIR`` (owner-only: it holds the private images) for the next run.
 
-    The ledger names the data by a digest of the folder's files' contents and classes, so the
-    same images get the same ``dataset_id`` wherever they lie, and other images another one.
+    The ledger names the data by this machine's record index (``zoo.privacy.record_index``): the same images
+    get the same ``local:`` name wherever they lie, and nothing published is computed from them.
     """
 
     def __init__(
@@ -59,33 +58,29 @@ class ImageFolderDataModule(pl.LightningDataModule):
         image_size: int | Sequence[int] | None = None,
         channels: int | None = None,
         label: int | None = None,
-        validation_size: int | float = 0.1,
+        validation_size: float = 0.1,
         split_seed: int = 0,
         sampling_seed: int | None = None,
         eval_batch_size: int = 1000,
         cache: bool = True,
         convert: str | None = None,
         test_fraction: float = 0.0,
+        classes: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         if channels not in (None, 1, 3):
             raise UserError(f"channels must be 1 (grey), 3 (RGB) or None (from the images), got {channels!r}")
-        if isinstance(validation_size, bool) or not (
-            (isinstance(validation_size, int) and validation_size >= 0)
-            or (isinstance(validation_size, float) and 0 <= validation_size < 1)
-        ):
-            raise UserError(f"validation_size must be a count >= 0 or a fraction in [0, 1), got {validation_size!r}")
         self.root = Path(root).expanduser()
         self.sample_rate = check_sample_rate(sample_rate)
         self.image_size = check_image_size(image_size)
         self.channels = channels
-        self.validation_size = validation_size
+        self.validation_size = _validation_fraction(validation_size)
         self.split_seed = split_seed
         self.sampling_seed = sampling_seed
         self.eval_batch_size = eval_batch_size
         self.cache = cache
         self.convert = check_convert(convert)
-        self.train_part, self.test_part = folder_parts(self.root)
+        self.train_part, self.test_part = folder_parts(self.root, classes)
         if isinstance(test_fraction, bool) or not 0 <= test_fraction < 1:
             raise UserError(f"test_fraction must be a fraction in [0, 1), got {test_fraction!r}")
         if test_fraction and self.test_part is not None:
@@ -117,14 +112,15 @@ class ImageFolderDataModule(pl.LightningDataModule):
 
     @property
     def records_id(self) -> str:
-        """The folder's training images by content: the same files give the same id wherever they lie."""
-        return f"{self.root.resolve().name}@sha256:{self._decode()[0].content_digest[:16]}"
+        """The folder's training images by this machine's record index: the same images get the same name
+        wherever they lie, and the name publishes nothing computed from them."""
+        return record_index.register(self._decode()[0].record_keys.numpy())
 
     @property
     def records_identity(self) -> str:
-        """Which of the folder's training images this module serves (``zoo.privacy.records``)."""
+        """Which of the folder's training images this module serves, named by the local record index."""
         self.setup()
-        return records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+        return record_index.register(self._decode()[0].record_keys[self._kept].numpy())
 
     @property
     def dataset_id(self) -> str:
@@ -136,25 +132,35 @@ class ImageFolderDataModule(pl.LightningDataModule):
         """The whole private dataset when this module serves one class of it."""
         return None if self.label is None else self._whole_id()
 
-    def _source(self) -> str:
-        return f"{self.records_id}/train"
-
     def _whole_id(self) -> str:
-        held_out = f"minus-test={self.test_fraction:g}," if self.test_fraction else ""
-        return f"{self._source()}[{held_out}seed={self.split_seed},minus-validation={self._validation_count()}]"
+        held_out = f"test={self.test_fraction:g}," if self.test_fraction else ""
+        return f"{self.records_id}/train[{held_out}validation={self.validation_size:g},seed={self.split_seed}]"
 
     def _held_out(self) -> list[int]:
         """Indices of the training part's files kept as the test part (``test_fraction``)."""
         return held_out_indices(self.train_part, self.test_fraction, self.split_seed) if self.test_fraction else []
 
-    def _validation_count(self) -> int:
-        total = len(self.train_part.files) - len(self._held_out())
-        count = round(self.validation_size * total) if isinstance(self.validation_size, float) else self.validation_size
-        if count >= total:
+    def _train_and_validation(self) -> tuple[list[int], list[int]]:
+        """Indices of the training part's files that train and that validate (the rest of the held-out part)."""
+        held_out = set(self._held_out())
+        rest = [i for i in range(len(self.train_part.files)) if i not in held_out]
+        validation = hashed_below(self.train_part, rest, self.validation_size, self.split_seed, "validation")
+        chosen = set(validation)
+        train = [i for i in rest if i not in chosen]
+        if not train:
             raise UserError(
-                f"validation_size {self.validation_size} leaves no training images of {total} in {self.root}"
+                f"validation_size {self.validation_size:g} and test_fraction {self.test_fraction:g} leave no "
+                f"training images of {len(self.train_part.files)} in {self.root}"
             )
-        return count
+        return train, validation
+
+    def file_sides(self) -> dict[str, str]:
+        """Each training-part file's side of the splits ("train", "validation" or "test"), by its path within
+        the part: to see the split, which no other file's presence moves."""
+        train, validation = self._train_and_validation()
+        sides = {**dict.fromkeys(train, "train"), **dict.fromkeys(validation, "validation")}
+        sides.update(dict.fromkeys(self._held_out(), "test"))
+        return {str(self.train_part.files[i].relative_to(self.train_part.root)): side for i, side in sides.items()}
 
     def for_class(self, label: int) -> ImageFolderDataModule:
         """The same data restricted to one class (a disjoint partition), sharing the scanned folder and
@@ -176,11 +182,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
             return
         train, test = self._decode()
         held_out = torch.tensor(self._held_out(), dtype=torch.int64)
-        candidates = torch.ones(len(train.labels), dtype=torch.bool)
-        candidates[held_out] = False
-        candidates = candidates.nonzero().flatten()
-        train_idx, validation_idx = train_validation_split(len(candidates), self._validation_count(), self.split_seed)
-        train_idx, validation_idx = candidates[train_idx], candidates[validation_idx]
+        train_idx, validation_idx = (torch.tensor(i, dtype=torch.int64) for i in self._train_and_validation())
         self._kept = train_idx if self.label is None else train_idx[train.labels[train_idx] == self.label]
         self.train_set = self._subset(train, train_idx)
         self.validation_set = self._subset(train, validation_idx)
@@ -218,19 +220,15 @@ class ImageFolderDataModule(pl.LightningDataModule):
         }
 
     def held_out_record(self) -> dict[str, Any] | None:
-        """The test part: its size and content digest, and how to rebuild it (a folder's test/, or the
-        fraction and seed of a flat folder's split); None when the folder keeps none."""
+        """The test part: its size and how to rebuild it (a folder's test/, or the fraction and seed of a flat
+        folder's split); None when the folder keeps none. No digest: the held-out images are the user's too."""
         if self.test_part is not None:
-            part, rule = self.test_part, {"part": "test/"}
+            images, rule = len(self.test_part.files), {"part": "test/"}
         elif self.test_fraction:
-            part, rule = (
-                subset(self.train_part, self._held_out()),
-                {"fraction": self.test_fraction, "seed": self.split_seed},
-            )
+            images, rule = len(self._held_out()), {"fraction": self.test_fraction, "seed": self.split_seed}
         else:
             return None
-        digest = f"sha256:{content_digest(part)}"
-        return {"images": len(part.files), "digest": digest, **rule, "convert": self.convert}
+        return {"images": images, **rule, "convert": self.convert}
 
     def _subset(self, decoded: DecodedImages, index) -> ByteImages:  # type: ignore[no-untyped-def]
         images, labels = decoded.images[index], decoded.labels[index]
@@ -253,3 +251,14 @@ class ImageFolderDataModule(pl.LightningDataModule):
         if self.test_set is None:
             raise UserError(f"{self.root} has no test/ folder: its images are all training data")
         return DataLoader(self.test_set, batch_size=self.eval_batch_size)
+
+
+def _validation_fraction(value: Any) -> float:
+    """A folder's validation share: a fraction, never a count (a count would move other images' sides)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise UserError(
+            f"validation_size of an image folder is a fraction in [0, 1), got {value!r}: each image's side is "
+            "decided by a hash of its own name, so that adding or removing one image moves no other (a count would "
+            "move others)"
+        )
+    return float(value)

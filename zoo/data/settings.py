@@ -6,9 +6,11 @@ import os
 from pathlib import Path
 
 from zoo.errors import MissingFileError
+from zoo.local_state import CACHE_DIR_ENV, cache_dir
+
+__all__ = ["CACHE_DIR_ENV", "DATA_DIR_ENV", "DataNotFoundError", "cache_dir", "source_data_dir"]
 
 DATA_DIR_ENV = "DPZOO_DATA_DIR"
-CACHE_DIR_ENV = "DPZOO_CACHE_DIR"
 
 
 class DataNotFoundError(MissingFileError):
@@ -22,11 +24,3 @@ def source_data_dir() -> Path | None:
     """
     value = os.environ.get(DATA_DIR_ENV)
     return Path(value).expanduser() if value else None
-
-
-def cache_dir() -> Path:
-    """Writable folder for prepared data (``DPZOO_CACHE_DIR``, default ``~/.cache/dpzoo``)."""
-    value = os.environ.get(CACHE_DIR_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "dpzoo"
-    )
-    return Path(value).expanduser()

@@ -3,10 +3,12 @@ train loaders, and a standardisation released privately (or declared public)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
@@ -16,6 +18,7 @@ from zoo.data.partition import train_validation_split
 from zoo.data.standardisation import Standardisation, private_standardisation, public_standardisation
 from zoo.data.tables import TABLES, load_table, read_table
 from zoo.errors import UserError
+from zoo.privacy import record_index
 from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_positive, check_sample_rate
@@ -40,9 +43,12 @@ def split_and_validation(dataset_id: str) -> tuple[str, float]:
 class TableDataModule(pl.LightningDataModule):
     """A named table (``lifesci``, ``gaussians``, ``half_moons``, ``pinwheel``) or a CSV/NumPy file.
 
-    Split ``split`` of ``splits`` is a seeded random permutation whose first
+    Split ``split`` of ``splits`` of a named table is a seeded random permutation whose first
     ``test_fraction`` rows are the test set (the DP-NF paper's 10 random 90/10 splits); a
-    ``validation_fraction`` of the rest may be held out for model selection. The remaining
+    ``validation_fraction`` of the rest may be held out for model selection. A file's rows are the user's:
+    each row's side is decided by a hash of the split and its own values (``_hashed_sides``), so that adding
+    or removing one row moves no other, and the ledger names them by this machine's record index
+    (``zoo.privacy.record_index``), never by the file's path or a digest of its rows. The remaining
     training rows are the private data, served by Poisson sampling at ``sample_rate``.
 
     ``standardisation="private"`` releases mean and std with the Gaussian mechanism on
@@ -97,6 +103,7 @@ class TableDataModule(pl.LightningDataModule):
         self.validation_rows: Tensor | None = None
         self.test_rows: Tensor | None = None
         self._kept: Tensor | None = None
+        self._row_keys: np.ndarray | None = None
 
     @property
     def dataset_id(self) -> str:
@@ -106,12 +113,21 @@ class TableDataModule(pl.LightningDataModule):
     @property
     def records_identity(self) -> str:
         """Which rows of the table this module serves (``zoo.privacy.records``): every split's training rows
-        are drawn from the one table, so they share one source."""
+        of a named table are drawn from the one table, so they share one source; a file's by the local index."""
         self.setup()
-        return records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+        if self._named:
+            return records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+        return record_index.register(self._row_keys[self._kept.numpy()])  # type: ignore[index,union-attr]
+
+    @property
+    def _named(self) -> bool:
+        return self.table in TABLES
 
     def _source(self) -> str:
-        return f"{self.table}/train"
+        if self._named:
+            return f"{self.table}/train"
+        self.setup()
+        return f"{record_index.register(self._row_keys)}/train"  # type: ignore[arg-type]
 
     @property
     def features(self) -> int:
@@ -121,15 +137,29 @@ class TableDataModule(pl.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.train_rows is not None:
             return
-        table = load_table(self.table) if self.table in TABLES else read_table(self.table)
-        rows = len(table)
+        table = load_table(self.table) if self._named else read_table(self.table)
+        self._row_keys = None if self._named else record_index.row_keys(table.numpy())
+        test, validation, self._kept = self._permuted_sides(len(table)) if self._named else self._hashed_sides(table)
+        self.test_rows = table[test].float()
+        self.validation_rows = table[validation].float()
+        self.train_rows = table[self._kept].float()
+
+    def _permuted_sides(self, rows: int) -> tuple[Tensor, Tensor, Tensor]:
+        """(test, validation, train) indices of a named table: the DP-NF paper's seeded permutations of a
+        public, fixed universe of rows."""
         rest, test = train_validation_split(rows, round(self.test_fraction * rows), seed=self.split)
         validation_size = round(self.validation_fraction * len(rest))
         order = torch.randperm(len(rest), generator=torch.Generator().manual_seed(self.splits + self.split))
-        self._kept = rest[order[validation_size:]]
-        self.test_rows = table[test].float()
-        self.validation_rows = table[rest[order[:validation_size]]].float()
-        self.train_rows = table[self._kept].float()
+        return test, rest[order[:validation_size]], rest[order[validation_size:]]
+
+    def _hashed_sides(self, table: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(test, validation, train) indices of a user's rows: each by a hash of the split and its own values."""
+        test = _shares(table, f"test\0{self.split}") < self.test_fraction
+        validation = ~test & (_shares(table, f"validation\0{self.split}") < self.validation_fraction)
+        train = ~test & ~validation
+        if not train.any():
+            raise UserError(f"test_fraction and validation_fraction leave no training rows of {len(table)}")
+        return test.nonzero().flatten(), validation.nonzero().flatten(), train.nonzero().flatten()
 
     def standardisation(self, budget: DPBudget) -> Standardisation:
         """The standardisation of the private rows: released through ``budget`` ("private") or exact ("public")."""
@@ -153,3 +183,10 @@ class TableDataModule(pl.LightningDataModule):
 
     def test_dataloader(self) -> DataLoader:
         return DataLoader(TensorDataset(self.test_rows), batch_size=self.eval_batch_size)  # type: ignore[arg-type]
+
+
+def _shares(table: Tensor, salt: str) -> Tensor:
+    """A uniform number in [0, 1) for each row, from ``salt`` and the row's own values."""
+    rows = table.to(torch.float64).numpy()
+    digests = [hashlib.sha256(salt.encode() + row.tobytes()).digest()[:8] for row in rows]
+    return torch.tensor([int.from_bytes(d, "big") / 2**64 for d in digests], dtype=torch.float64)

@@ -85,6 +85,9 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
     released_modules: ClassVar[tuple[str, ...]]
     #: submodules that saw private data without DP; never written anywhere
     never_released: ClassVar[tuple[str, ...]] = ()
+    #: submodules outside ``private_modules()`` that may change during a DP-SGD step, each with the reason it
+    #: learns nothing from the private data beyond what the private steps release (``zoo.privacy.private_state``)
+    public_modules: ClassVar[dict[str, str]] = {}
     #: number of classes of a class-conditional model, None for an unconditional one
     num_classes: int | None = None
     #: what ``sample`` returns: "images" (n, C, H, W) in [0, 1] or table "rows" (n, features)

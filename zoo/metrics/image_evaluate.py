@@ -61,8 +61,8 @@ def evaluate_images(
         if name in DENSITY_METRICS:
             check_density(name, model, label)
     shape = model.data_arguments().get("image_shape")
-    recorded = ((model.pretrained_config or {}).get("data") or {}).get("held_out")
-    test = reference_images(dataset, shape, reference, recorded)
+    recorded = (model.pretrained_config or {}).get("data")
+    test = reference_images(dataset, shape, reference, recorded, model.privacy_ledger)
     _check_model_fits(model, shape, test, metrics)
     results: dict[str, Any] = {
         name: DENSITY_METRICS[name](model, test, label) for name in metrics if name in DENSITY_METRICS

@@ -13,6 +13,8 @@ from typing import Any
 from zoo.errors import TargetExistsError
 from zoo.metrics.datasets import evaluator_for
 from zoo.metrics.publication import check_publishable, check_reference_publishable
+from zoo.metrics.reference import check_held_out, dataset_name
+from zoo.privacy import PrivacyLedger
 from zoo.release.cards import model_card
 from zoo.release.evaluation_results import card_results
 from zoo.release.layout import CARD_NAME, load_config, write_config
@@ -24,7 +26,18 @@ def check_card_takes(directory: str | Path, protocol: dict[str, Any], replace: b
     ``dataset``, ``seed``, ``label``, ``num_samples``) can join the evaluation the card holds."""
     previous = (load_config(Path(directory)).get("evaluation") or {}).get("details")
     if previous and not replace:
-        _refuse_other_protocol(directory, previous, protocol)
+        _refuse_other_protocol(directory, previous, {**protocol, "dataset": dataset_name(protocol["dataset"])})
+
+
+def check_model_held_out(directory: str | Path, dataset: str, reference: str | None) -> None:
+    """Before any work, for a card: the evaluation images of an image dataset share no record with those the
+    model in ``directory`` protects, as far as this machine can show (``zoo.metrics.reference.check_held_out``)."""
+    if evaluator_for(dataset).task_type != "image-generation":
+        return
+    config = load_config(Path(directory))
+    ledger = PrivacyLedger.from_dict(config["privacy_ledger"]) if config.get("privacy_ledger") else None
+    shape = (config.get("architecture") or {}).get("image_shape")
+    check_held_out(dataset, shape, reference, config.get("data"), ledger)
 
 
 def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command: str, replace: bool = False) -> None:
@@ -36,7 +49,8 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
     check_reference_publishable(evaluation.get("not_publishable"))
     directory = Path(directory)
     config = load_config(directory)
-    evaluation = dict(evaluation)
+    task_type = evaluator_for(evaluation["dataset"]).task_type
+    evaluation = {**evaluation, "dataset": dataset_name(evaluation["dataset"])}
     figures = evaluation.pop("figures", {})
     previous = config.get("evaluation") or {}
     kept = previous if previous.get("details") and not replace else {}
@@ -50,20 +64,20 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
         details = {**evaluation, "results": {**kept["details"]["results"], **evaluation["results"]}}
         added = [*kept.get("added", []), {"command": command, "metrics": list(evaluation["results"])}]
         shown = list(dict.fromkeys([*kept.get("figures", []), *figures]))
-        config["evaluation"] = _card_evaluation(details, kept["command"], added, shown)
+        config["evaluation"] = _card_evaluation(details, task_type, kept["command"], added, shown)
     else:
-        config["evaluation"] = _card_evaluation(evaluation, command, [], list(figures))
+        config["evaluation"] = _card_evaluation(evaluation, task_type, command, [], list(figures))
     write_config(directory, config)
     model_card(config, default_load_name(config["model_id"], directory)).save(directory / CARD_NAME)
 
 
 def _card_evaluation(
-    details: dict[str, Any], command: str, added: list[dict[str, Any]], figures: list[str]
+    details: dict[str, Any], task_type: str, command: str, added: list[dict[str, Any]], figures: list[str]
 ) -> dict[str, Any]:
     return {
         "command": command,
         **({"added": added} if added else {}),
-        "results": card_results(details, details["dataset"], evaluator_for(details["dataset"]).task_type),
+        "results": card_results(details, details["dataset"], task_type),
         "details": details,
         "figures": figures,
     }

@@ -3,6 +3,11 @@
 - ``"test"`` (the default): a named dataset's official test split, an image folder's ``test/`` part, or
   the held-out part its model recorded for a folder without one (``ImageFolderDataModule.card_data``);
 - a path: a folder of held-out images the user names;
+
+whichever it is, the images are compared, by this machine's record index (``zoo.privacy.record_index``), with
+the records the model's ledger protects: images that are among them, or that nothing shows are not (a model
+trained elsewhere, a cleared index), make every number computed against them a local diagnostic
+(``protected``), and a card refuses them before any work (``check_held_out``);
 - ``"train"``, for the named datasets only: the whole official training split, the reference of the
   field's FID protocol (clean-fid, torch-fidelity's ``cifar10-train``, DPImageBench). Those images are
   the records the zoo's models of that dataset protect, so a number computed against them is a local
@@ -12,16 +17,23 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
 from torch import Tensor
 
 from zoo.data.byte_images import ByteImages
-from zoo.data.folders import FolderPart, content_digest, folder_parts, held_out_indices, read_part, subset
+from zoo.data.folders import FolderPart, folder_parts, held_out_indices, read_part, subset
 from zoo.data.images import IMAGE_DATASETS, load_images
 from zoo.errors import UserError
+from zoo.metrics.publication import UnpublishableMetricError
+from zoo.privacy import PrivacyLedger, record_index
+from zoo.privacy.records import disjoint_by_name
 
 TEST, TRAIN = "test", "train"
 
@@ -55,51 +67,108 @@ def is_image_folder(dataset: str) -> bool:
     return dataset not in IMAGE_DATASETS and Path(dataset).expanduser().is_dir()
 
 
+def dataset_name(dataset: str) -> str:
+    """``dataset`` as a card records it: a named dataset as it is, a folder by its name (no local path)."""
+    return dataset if dataset in IMAGE_DATASETS else Path(dataset).expanduser().resolve().name
+
+
 def reference_images(
     dataset: str,
     image_shape: tuple[int, ...] | None = None,
     reference: str | None = None,
     recorded: dict[str, Any] | None = None,
+    ledger: PrivacyLedger | None = None,
 ) -> ReferenceImages:
-    """The evaluation images of ``dataset`` under the protocol ``reference`` (module docstring): for a
-    folder without ``test/``, the held-out part the model ``recorded`` (``card_data()["held_out"]``), read
-    at the model's ``image_shape`` and as its training images were read (the recorded ``convert``)."""
+    """The evaluation images of ``dataset`` under the protocol ``reference`` (module docstring): for a folder,
+    read with the classes the model ``recorded`` (its config's ``data``: ``ImageFolderDataModule.card_data``);
+    without ``test/``, the held-out part it recorded, read at the model's ``image_shape`` and as its training
+    images were read (the recorded ``convert``). Checked against the records ``ledger`` protects (the module
+    docstring); without a ledger nothing is protected."""
     if dataset in IMAGE_DATASETS:
-        return _named_split(dataset, reference or TEST)
+        return _named_split(dataset, reference or TEST, ledger)
+    held_out = (recorded or {}).get("held_out") or {}
+    test, name = _folder_reference(dataset, reference, (recorded or {}).get("classes"), held_out)
+    size, channels = (None, None) if image_shape is None else (tuple(image_shape[1:]), image_shape[0])
+    decoded = read_part(test, size, channels, convert=held_out.get("convert"))  # type: ignore[arg-type]
+    images, labels = ByteImages(decoded.images, decoded.labels).tensors
+    protected = protected_reason(lambda: decoded.record_keys.numpy(), ledger)
+    description = f"{name} ({len(labels)} {'images' if protected else 'held-out images'})"
+    return ReferenceImages(images, labels, description, decoded.classes, protected)
+
+
+def check_held_out(
+    dataset: str, image_shape: tuple[int, ...] | None, reference: str | None, recorded: dict[str, Any] | None,
+    ledger: PrivacyLedger | None,
+) -> None:  # fmt: skip
+    """Before any work, for a card: refuse evaluation images that share a record with those ``ledger``
+    protects, or that this machine cannot show do not (``reference_images``)."""
+    protected = reference_images(dataset, image_shape, reference, recorded, ledger).protected
+    if protected:
+        raise UnpublishableMetricError(
+            f"a model card publishes only what its (ε, δ) covers, and numbers computed against these images are "
+            f"not covered ({protected}). Evaluate against images the model never saw, or without --write-card as "
+            "a local diagnostic"
+        )
+
+
+def protected_reason(
+    keys: Callable[[], np.ndarray], ledger: PrivacyLedger | None, named: str | None = None
+) -> str | None:
+    """Why numbers computed against images (their record ``keys``, computed only when needed) may not be
+    published: some are records ``ledger`` protects, or this machine cannot show none are. ``named``: the
+    images' public identity when they are a named dataset's split (``mnist/test``), whose records a public fact
+    may show apart from the protected ones (``zoo.privacy.records.disjoint_by_name``)."""
+    keys = functools.cache(keys)
+    uses = [entry.use for entry in ledger.entries] if ledger else []
+    uses += [(None, release.dataset_id) for release in (ledger.pac_releases if ledger else [])]
+    for records, dataset_id in uses:
+        if named is not None and disjoint_by_name((named, named), (records, dataset_id)):
+            continue
+        shared = None if records is None else record_index.shared_keys(records, keys())
+        if shared is None:
+            return (
+                f"this machine's record index does not hold the records the model protects ({dataset_id}): it was "
+                "trained elsewhere, or the index was cleared, so nothing shows these images are not among them"
+            )
+        if shared:
+            return f"{shared} of these images are records the model protects ({dataset_id})"
+    return None
+
+
+def _folder_reference(
+    dataset: str, reference: str | None, classes: list[str] | None, held_out: dict[str, Any]
+) -> tuple[FolderPart, str]:
+    """The folder part that holds the evaluation images of the folder ``dataset`` (with the model's ``classes``,
+    when it recorded them), and its name for a card."""
     if reference == TRAIN:
         raise UserError(
             f"the training images of {dataset} are the records a model trained on it protects: an FID against "
             "them would publish a statistic of those records and reward memorisation. Evaluate against its test/ "
             "part, the held-out part its model recorded, or --reference PATH of held-out images"
         )
-    train, test = folder_parts(dataset)
-    description = None
+    train, test = folder_parts(dataset, classes)
     if reference is not None and reference != TEST:
-        held_out, _ = folder_parts(reference)
-        if held_out.classes != train.classes:
+        given, _ = folder_parts(reference, classes)
+        if given.classes != train.classes:
             raise UserError(
-                f"the reference {reference} has classes {list(held_out.classes)}, the data {dataset} has "
+                f"the reference {reference} has classes {list(given.classes)}, the data {dataset} has "
                 f"{list(train.classes)}: the labels would not mean the same"
             )
-        test = held_out
-    elif test is None and recorded is not None and "fraction" in recorded:
-        test = _recorded_part(dataset, train, recorded)
-        description = f"the {len(test.files)} images of {train.root.name} held out of training ({recorded['digest']})"
-    elif test is None:
+        return given, dataset_name(reference)
+    if test is None and "fraction" in held_out:
+        part = _recorded_part(dataset, train, held_out)
+        return part, f"the images of {dataset_name(dataset)} held out of training"
+    if test is None:
         raise UserError(
             f"{dataset} has no test/ folder, so all its images are training data that a model trained on it "
             "protects: evaluating against them would measure memorisation and publish numbers read from the "
             f"protected records. Move held-out images to {dataset}/test/<class>/ (and the rest to "
             f"{dataset}/train/<class>/), or pass reference=PATH (--reference PATH) of held-out images"
         )
-    size, channels = (None, None) if image_shape is None else (tuple(image_shape[1:]), image_shape[0])
-    decoded = read_part(test, size, channels, convert=(recorded or {}).get("convert"))  # type: ignore[arg-type]
-    images, labels = ByteImages(decoded.images, decoded.labels).tensors
-    description = description or f"{test.root} ({len(labels)} held-out images)"
-    return ReferenceImages(images, labels, description, decoded.classes)
+    return test, f"{dataset_name(dataset)}/test"
 
 
-def _named_split(dataset: str, split: str) -> ReferenceImages:
+def _named_split(dataset: str, split: str, ledger: PrivacyLedger | None) -> ReferenceImages:
     if split not in (TEST, TRAIN):
         raise UserError(
             f"{dataset} is evaluated against its official '{TEST}' split (the default) or its '{TRAIN}' split (the "
@@ -107,7 +176,9 @@ def _named_split(dataset: str, split: str) -> ReferenceImages:
         )
     images, labels = load_images(dataset, train=split == TRAIN)
     if split == TEST:
-        return ReferenceImages(images, labels, f"{dataset} official test split")
+        keys = lambda: record_index.pixel_keys(images.mul(255).round().to(torch.uint8).numpy())  # noqa: E731
+        protected = protected_reason(keys, ledger, named=f"{dataset}/{TEST}")
+        return ReferenceImages(images, labels, f"{dataset} official test split", protected=protected)
     description = f"{dataset} official training split ({len(labels)} images)"
     return ReferenceImages(images, labels, description, protected=training_split_reason(dataset))
 
@@ -121,16 +192,9 @@ def training_split_reason(dataset: str) -> str:
 
 
 def _recorded_part(dataset: str, train: FolderPart, held_out: dict[str, Any]) -> FolderPart:
-    """The held-out part a model recorded for a folder without ``test/``, refused unless its files are the same."""
+    """The held-out part a model recorded for a folder without ``test/``, rebuilt by its rule (each file by a
+    hash of its own name); whether its images are among the protected records is the record index's to say."""
     part = subset(train, held_out_indices(train, held_out["fraction"], held_out["seed"]))
-    if f"sha256:{content_digest(part)}" != held_out["digest"] or len(part.files) != held_out["images"]:
-        raise UserError(
-            f"the model kept {held_out['images']} images of its training folder out of training "
-            f"({held_out['digest']}), but the same split of {dataset} ({len(part.files)} images) has other contents: "
-            "this is another folder, "
-            "or its files changed since training, so its images may be ones the model was trained on. Evaluate on "
-            "the folder as it was, or pass --reference PATH (reference=) of images the model never saw"
-        )
     if not part.files:
         raise UserError(
             f"the model kept no images of {dataset} out of training: pass --reference PATH of held-out images"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 
 from torch import nn
@@ -40,6 +40,32 @@ def declared_private_modules(module: object) -> Sequence[nn.Module]:
             "returning the modules trained on private data."
         )
     return list(method())
+
+
+def declared_public_modules(module: nn.Module) -> dict[str, nn.Module]:
+    """The submodules a module declares in ``public_modules``, a mapping of submodule name to the reason it
+    learns nothing from the private data beyond what the private steps release (a generator trained only
+    through the private critic, a synthetic set fitted to sanitised gradients): outside ``private_modules()``,
+    they may still change during a private step. The reason is for the auditor who reads the declaration."""
+    owner = type(module).__name__
+    declared = getattr(module, "public_modules", {})
+    if not isinstance(declared, Mapping):
+        raise PrivacyConfigError(
+            f"{owner}.public_modules must map submodule names to the reason each learns nothing from the private "
+            f"data, got {declared!r}"
+        )
+    found = {}
+    for name, reason in declared.items():
+        if not isinstance(reason, str) or not reason.strip():
+            raise PrivacyConfigError(
+                f"{owner}.public_modules[{name!r}] needs a reason: why the module learns nothing from the private "
+                f"data beyond what the private steps release, got {reason!r}"
+            )
+        try:
+            found[name] = module.get_submodule(name)
+        except AttributeError:
+            raise PrivacyConfigError(f"{owner}.public_modules names {name!r}, which is not a submodule of it") from None
+    return found
 
 
 def check_finetunable(model: nn.Module) -> None:

@@ -72,6 +72,11 @@ class Budget:
             )
         self.ledger = ledger
 
+    @property
+    def seeded(self) -> list[str]:
+        """The randomness this budget fixes by a seed, as a ledger entry records it (``LedgerEntry.seeded``)."""
+        return []
+
     def track(self, entry: LedgerEntry | PACEntry) -> None:
         """Count ``entry``, already in the ledger, as this plan's spending."""
         if all(e is not entry for e in self.plan_entries):
@@ -103,6 +108,7 @@ class DPBudget(Budget):
         noise_seed: seeds the noise generator (tests only). Unset, the noise comes from OS
             entropy, never from the global RNG that ``seed_everything`` makes repeatable: two runs
             seeded alike (one per class, say) would otherwise share noise that cancels in differences.
+            A seeded run is recorded as such in the ledger and saved as not differentially private.
     """
 
     def __init__(
@@ -142,7 +148,13 @@ class DPBudget(Budget):
         self.loss_reduction = loss_reduction
         self.planned_steps = planned_steps
         self.dataset_id = dataset_id
+        self.noise_seed = noise_seed
         self.noise_generator = private_generator(noise_seed)
+
+    @property
+    def seeded(self) -> list[str]:
+        """``noise_seed=…`` when the noise is seeded: the ledger records it, and the release states no guarantee."""
+        return [] if self.noise_seed is None else [f"noise_seed={self.noise_seed}"]
 
     def check_records(self, ledger: PrivacyLedger, dataset_id: str, records_identity: str | None) -> None:
         """As ``Budget.check_records``; and a budget that names its data (``dataset_id``) may not rename
@@ -209,6 +221,7 @@ class DPBudget(Budget):
             generator=self.noise_generator,
             partition_of=self.partition_of,
             records_identity=self.records_identity,
+            seeded=self.seeded,
             note=note,
         )
         self.track(entry)
@@ -234,6 +247,11 @@ class PACBudget(Budget):
         self.mi_bound, self.confidence, self.mc_runs, self.subset_rate = mi_bound, confidence, mc_runs, subset_rate
         self.seed = seed  # tests only: subsets and noise from OS entropy otherwise
 
+    @property
+    def seeded(self) -> list[str]:
+        """``seed=…`` when subsets and noise are seeded: the ledger records it, and the release states no guarantee."""
+        return [] if self.seed is None else [f"seed={self.seed}"]
+
     def release(
         self, mechanism: Callable[[Tensor], Tensor], pool_size: int, squared_diameter: float, note: str = ""
     ) -> Tensor:
@@ -249,8 +267,16 @@ class PACBudget(Budget):
             mc_runs=self.mc_runs,
             subset_rate=self.subset_rate,
             generator=private_generator(self.seed),
+            seeded=self.seeded,
             note=note,
         )
         self.ledger.pac_releases.append(entry)
         self.track(entry)
         return noisy
+
+
+def plan_seeds(budget: Budget | None, data: object) -> list[str]:
+    """The randomness a plan fixes by a seed, as a ledger entry records it: the budget's noise (``Budget.seeded``)
+    and the data's Poisson sampling (a datamodule's ``sampling_seed``)."""
+    sampling_seed = getattr(data, "sampling_seed", None)
+    return [*(budget.seeded if budget else []), *([] if sampling_seed is None else [f"sampling_seed={sampling_seed}"])]

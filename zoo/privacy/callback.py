@@ -11,6 +11,9 @@ sanitiser for B3) and:
    the next step would exceed the target;
 3. records every step in the budget's ledger (also ``pl_module.privacy_ledger``, the callback
    state and ``checkpoint["privacy_ledger"]``), logs ε, and resumes without resetting it.
+
+Under DP-SGD it also refuses, before the first step and during the first few, an optimizer or a change
+of state outside the private modules (``zoo.privacy.private_state``): DP-SGD's theorem covers only them.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from torch import Tensor
 
 from zoo.privacy.accounting import calibrate_noise_multiplier, max_steps_within
 from zoo.privacy.barriers import PrivacyBarrier, declared_barrier
-from zoo.privacy.budget import DPBudget
+from zoo.privacy.budget import DPBudget, plan_seeds
 from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.mechanisms import TrainingMechanism, training_mechanism
+from zoo.privacy.private_state import PrivateStepGuard, private_step_guard
 from zoo.privacy.validation import warn_if_delta_too_large
 
 CHECKPOINT_KEY = "privacy_ledger"
@@ -55,6 +59,7 @@ class DPCallback(pl.Callback):
         self.barrier: PrivacyBarrier | None = None
         self.mechanism: TrainingMechanism | None = None
         self._restored_state: dict[str, Any] | None = None
+        self.guard: PrivateStepGuard | None = None
 
     @property
     def ledger(self) -> PrivacyLedger:
@@ -114,6 +119,7 @@ class DPCallback(pl.Callback):
                 prior,
             )
         self.mechanism.start(trainer, pl_module, self.entry.noise_multiplier)
+        self.guard = private_step_guard(self.mechanism, pl_module, trainer.optimizers)
         if self._budget_left() == 0:
             rank_zero_warn(f"privacy budget ε={self.target_epsilon} already spent on {dataset_id}; not training.")
             trainer.should_stop = True
@@ -186,6 +192,7 @@ class DPCallback(pl.Callback):
                 accountant=budget.accountant,
                 target_epsilon=budget.target_epsilon,
                 per_example_gradients=self.mechanism.per_example_gradients,
+                seeded=plan_seeds(self.budget, trainer.datamodule),
                 note=f"planned {planned} steps" if math.isfinite(planned) else "",
                 parameters=self.mechanism.ledger_parameters(sigma),  # type: ignore[arg-type]
             )
@@ -196,6 +203,8 @@ class DPCallback(pl.Callback):
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
     ) -> None:
         self.mechanism.on_train_batch_start(trainer, pl_module, batch_idx)  # type: ignore[union-attr]
+        if self.guard is not None:
+            self.guard.before_step()
 
     def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: Tensor) -> None:
         self.mechanism.on_before_backward()  # type: ignore[union-attr]
@@ -218,6 +227,8 @@ class DPCallback(pl.Callback):
         self.entry.steps += 1  # type: ignore[union-attr]
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *args: Any) -> None:
+        if self.guard is not None:
+            self.guard.after_step()
         if self.entry is None:
             return
         if self._budget_left() == 0:

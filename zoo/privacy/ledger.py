@@ -10,17 +10,15 @@ import dataclasses
 import datetime
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import Any
 
 from zoo.errors import UserError
 from zoo.privacy.accounting import History, epsilon_spent
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.pac import PACEntry, describe_pac
-from zoo.privacy.records import records_source
+from zoo.privacy.records import disjoint_by_name, shared_records
 
 LEDGER_FORMAT = 1
-#: a use of data the ledger records, protected or public
-_Use = TypeVar("_Use", "LedgerEntry", "PublicDataUse")
 _VERSIONED_PACKAGES = ("dpzoo", "torch", "opacus", "pytorch-lightning")
 
 
@@ -60,6 +58,9 @@ class LedgerEntry:
     partition_of: str | None = None
     records_identity: str | None = None
     per_example_gradients: str | None = None
+    #: randomness the run fixed by a seed ("noise_seed=0", "sampling_seed=1"): with a known seed the release is a
+    #: deterministic function of the data, so the entry carries no guarantee (tests only)
+    seeded: list[str] = field(default_factory=list)
     note: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
     library_versions: dict[str, str] = field(default_factory=library_versions)
@@ -69,9 +70,9 @@ class LedgerEntry:
         return [(self.noise_multiplier, self.sample_rate, self.steps)]
 
     @property
-    def records_source(self) -> str | None:
-        """Where its records come from: entries on one source may share records."""
-        return records_source(self.records_identity, self.dataset_id)
+    def use(self) -> tuple[str | None, str]:
+        """(records identity, dataset id): what ``zoo.privacy.records`` compares."""
+        return self.records_identity, self.dataset_id
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -88,8 +89,8 @@ class LedgerEntry:
 @dataclass
 class PublicDataUse:
     """Data the user declared public (``zoo.data.PublicData``), used without noise: the ledger names it by
-    its dataset id (for image folders a fingerprint of their content) and charges it no (ε, δ). It carries
-    no guarantee, and the declaration is the user's: ``source`` is their statement of why it is public.
+    its dataset id and charges it no (ε, δ). It carries no guarantee, and the declaration is the user's:
+    ``source`` is their statement of why it is public.
     ``records_identity`` names its records (``zoo.privacy.records``; None when written before it was recorded)."""
 
     dataset_id: str
@@ -103,9 +104,9 @@ class PublicDataUse:
         return dataclasses.asdict(self)
 
     @property
-    def records_source(self) -> str | None:
-        """Where its records come from: no protected records may come from there."""
-        return records_source(self.records_identity, self.dataset_id)
+    def use(self) -> tuple[str | None, str]:
+        """(records identity, dataset id): what ``zoo.privacy.records`` compares."""
+        return self.records_identity, self.dataset_id
 
 
 @dataclass
@@ -137,14 +138,14 @@ class PrivacyLedger:
 
         Entries on one dataset id compose sequentially through the accountant. Disjoint partitions of one
         dataset (``partition_of``) compose in parallel: (max ε, max δ). Whole-dataset entries and the
-        partitions then compose by basic composition: ε and δ add. Datasets drawn from one source
-        (``zoo.privacy.records``: other splits of the same images) may share records, so each reports the
-        composition of them all, and ``composed_with`` names the others: their whole-dataset entries
-        sequentially, and the partitions of each added.
+        partitions then compose by basic composition: ε and δ add. Datasets that may share records (all but
+        named datasets of different sources: ``zoo.privacy.records``) each report the composition of them all,
+        and ``composed_with`` names the others: their whole-dataset entries sequentially, and the partitions
+        of each added.
         """
         by_root = self._by_root()
         parts = {root: self._partitions(entries) for root, entries in by_root.items()}
-        groups = _linked({root: {e.records_source for e in entries} - {None} for root, entries in by_root.items()})
+        groups = _linked(by_root)
         composed = {group: self._composed(group, parts) for group in dict.fromkeys(groups.values())}
         return {
             root: {
@@ -197,24 +198,24 @@ class PrivacyLedger:
             )
 
     def check_private_use(self, dataset_id: str, records_identity: str | None) -> None:
-        """Refuse to protect records (``dataset_id``, ``records_identity``) whose source the ledger holds as
-        public data: nothing shows the two apart."""
-        source, public = _first_from(self.public_data, dataset_id, records_identity)
+        """Refuse to protect records (``dataset_id``, ``records_identity``) of which the ledger holds some as
+        public data (the local record index, or one named source, shows it)."""
+        public = next((p for p in self.public_data if shared_records((records_identity, dataset_id), p.use)), None)
         if public is not None:
             raise PrivacyConfigError(
-                f"{dataset_id} draws on the records of {source}, which the ledger holds as public data "
-                f"({public.dataset_id}, declared public because: {public.source}): records cannot be both public "
-                "and protected; train on data from another source"
+                f"{dataset_id} shares records with {public.dataset_id}, which the ledger holds as public data "
+                f"(declared public because: {public.source}): records cannot be both public and protected; train "
+                "on records that were not declared public"
             )
 
     def check_public_use(self, dataset_id: str, records_identity: str | None) -> None:
-        """Refuse to declare public data whose records may be ones the ledger protects (same source)."""
-        source, protected = _first_from(self.entries, dataset_id, records_identity)
+        """Refuse to declare public data that shares records with data the ledger protects."""
+        protected = next((e for e in self.entries if shared_records((records_identity, dataset_id), e.use)), None)
         if protected is not None:
             raise PrivacyConfigError(
-                f"the data declared public ({dataset_id}) draws on the records of {source}, which the ledger "
-                f"protects as {protected.dataset_id}: records cannot be both public and protected; declare "
-                "public only data from another source"
+                f"the data declared public ({dataset_id}) shares records with {protected.dataset_id}, which the "
+                "ledger protects: records cannot be both public and protected; declare public only records the "
+                "model was not trained on privately"
             )
 
     def summary_lines(self) -> list[str]:
@@ -229,6 +230,14 @@ class PrivacyLedger:
     def worst_guarantee(self) -> dict[str, Any] | None:
         """The guarantee (``guarantees``) with the largest ε: what the whole ledger promises; None when empty."""
         return max(self.guarantees().values(), key=lambda g: g["epsilon"], default=None)
+
+    @property
+    def seeded(self) -> list[str]:
+        """The seeds the ledger's mechanisms ran with ("noise_seed=0", "sampling_seed=1"), DP entries and PAC
+        releases alike: with a known seed a release is a deterministic function of the data, so any seed means
+        no guarantee (seeds are for tests)."""
+        uses = [*self.entries, *self.pac_releases]
+        return list(dict.fromkeys(seed for use in uses for seed in use.seeded))
 
     def main_entry(self) -> LedgerEntry:
         """The plan's main mechanism: the first one calibrated to a target ε (else the last one), not a
@@ -264,17 +273,12 @@ class PrivacyLedger:
         return cls([LedgerEntry.from_dict(e) for e in data["entries"]], pac, public)
 
 
-def _first_from(uses: list[_Use], dataset_id: str, records_identity: str | None) -> tuple[str | None, _Use | None]:
-    """The source of the records (``dataset_id``, ``records_identity``) and the first of ``uses`` drawn from it."""
-    source = records_source(records_identity, dataset_id)
-    return source, next((use for use in uses if source and use.records_source == source), None)
-
-
-def _linked(sources: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
-    """Each key's group: the keys that share a source with it, directly or through other keys."""
-    groups: list[tuple[set[str], tuple[str, ...]]] = []
-    for key, own in sources.items():
-        linked = [group for group in groups if group[0] & own]
-        merged = (own.union(*(g[0] for g in linked)), (*(k for g in linked for k in g[1]), key))
+def _linked(by_root: dict[str, list[LedgerEntry]]) -> dict[str, tuple[str, ...]]:
+    """Each root's group: the roots whose entries it may share records with, directly or through others
+    (every two entries, unless a public fact shows them apart: ``zoo.privacy.records.disjoint_by_name``)."""
+    groups: list[tuple[list[LedgerEntry], tuple[str, ...]]] = []
+    for root, entries in by_root.items():
+        linked = [g for g in groups if any(not disjoint_by_name(a.use, b.use) for a in g[0] for b in entries)]
+        merged = ([*(e for g in linked for e in g[0]), *entries], (*(k for g in linked for k in g[1]), root))
         groups = [group for group in groups if all(group is not g for g in linked)] + [merged]
     return {key: keys for _, keys in groups for key in keys}

@@ -127,6 +127,8 @@ class PACEntry:
     variance_estimate: float
     variance_bound: float
     squared_diameter: float
+    #: randomness fixed by a seed ("seed=0"), as ``LedgerEntry.seeded``: the release then bounds nothing (tests only)
+    seeded: list[str] = field(default_factory=list)
     note: str = ""
     created: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat())
 
@@ -145,12 +147,14 @@ def pac_release(
     mc_runs: int,
     subset_rate: float,
     generator: torch.Generator,
+    seeded: list[str] | None = None,
     note: str = "",
 ) -> tuple[Tensor, PACEntry]:
     """M(X) + B for a fresh subset X of the pool (each record kept at ``subset_rate``), B calibrated by the
     theorem of this module on ``mc_runs`` other subsets, and its ledger record.
 
-    ``mechanism`` maps a boolean mask over the pool to a flat output; it must be deterministic given the mask."""
+    ``mechanism`` maps a boolean mask over the pool to a flat output; it must be deterministic given the mask.
+    ``seeded`` names a seed ``generator`` was made from, which the record keeps."""
 
     def run() -> Tensor:
         mask = torch.rand(pool_size, generator=generator) < subset_rate
@@ -166,6 +170,7 @@ def pac_release(
         dataset_size=pool_size,
         subset_rate=subset_rate,
         mean_noise_norm=calibration.mean_noise_norm,
+        seeded=list(seeded or []),
         note=note,
         **dataclasses.asdict(calibration),
     )

@@ -37,12 +37,38 @@ PAC_SUBJECT = (
 
 #: the notion of a model that has seen declared-public data only
 PUBLIC_NOTION = "none: trained on data declared public only"
+#: the notion of a model trained with seeded randomness (``PrivacyLedger.seeded``): a test's model
+SEEDED_NOTION = "none: trained with seeded randomness, for testing"
+#: what the guarantee of a seeded model covers
+SEEDED_COVERAGE = (
+    "nothing: with its seeds known, the noise and the sampling are fixed, and the release is a deterministic "
+    "function of the data"
+)
 
 
 def privacy_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """The card's ``privacy:`` block, one guarantee per source dataset: (ε, δ)-DP, or PAC privacy, never both;
-    data declared public is listed apart (``public_data``), with no guarantee."""
+    data declared public is listed apart (``public_data``), with no guarantee. A model trained with seeded
+    randomness states none (``seeded``)."""
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    privacy = _guarantee_metadata(config, ledger)
+    return _seeded_metadata(privacy, ledger.seeded) if ledger.seeded else privacy
+
+
+def _seeded_metadata(privacy: dict[str, Any], seeds: list[str]) -> dict[str, Any]:
+    """The block of a seeded model: its notion is none, its seeds are named, and no ε, δ or PAC bound is stated
+    (the card's ledger keeps what the noise was calibrated to)."""
+    return {
+        **{key: value for key, value in privacy.items() if key not in ("epsilon", "delta")},
+        "notion": SEEDED_NOTION,
+        "covers": SEEDED_COVERAGE,
+        "seeded": seeds,
+        "guarantees": [{"dataset": g["dataset"]} for g in privacy["guarantees"]],
+    }
+
+
+def _guarantee_metadata(config: dict[str, Any], ledger: PrivacyLedger) -> dict[str, Any]:
+    """The ``privacy:`` block as the ledger's guarantees give it."""
     public = _public_data(ledger)
     if ledger.notion == "pac":
         return _pac_metadata(config, ledger)
@@ -135,6 +161,11 @@ def is_public(privacy: dict[str, Any]) -> bool:
     return privacy["notion"] == PUBLIC_NOTION
 
 
+def is_seeded(privacy: dict[str, Any]) -> bool:
+    """Whether a ``privacy:`` block belongs to a model trained with seeded randomness (it states no guarantee)."""
+    return privacy["notion"] == SEEDED_NOTION
+
+
 def card_datasets(privacy: dict[str, Any]) -> list[str]:
     """The datasets a model saw: the protected ones, then those declared public."""
     return [g["dataset"] for g in privacy["guarantees"]] + [p["dataset"] for p in privacy.get("public_data", [])]
@@ -153,5 +184,6 @@ def guarantee_summary(privacy: dict[str, Any]) -> str:
             "epsilon": privacy.get("epsilon"),
             "delta": privacy.get("delta"),
             "pac": privacy["guarantees"] if is_pac(privacy) else None,
+            "seeded": privacy.get("seeded"),
         }
     )

@@ -19,8 +19,17 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from zoo.errors import UserError
 from zoo.headline import HEADLINE_KEY, headline_disagreement
 from zoo.methods import method_class
-from zoo.privacy import PrivacyLedger
-from zoo.privacy.summary import card_datasets, datasets_line, is_pac, is_public, privacy_metadata
+from zoo.privacy import PrivacyLedger, record_index
+from zoo.privacy.records import named_source
+from zoo.privacy.summary import (
+    card_datasets,
+    datasets_line,
+    guarantee_summary,
+    is_pac,
+    is_public,
+    is_seeded,
+    privacy_metadata,
+)
 from zoo.release.layout import CheckpointError
 
 TEMPLATE = "model_card.md"
@@ -33,6 +42,12 @@ BARRIERS = {
     "PAC": "the mechanism's whole output, noised once with Gaussian noise calibrated by PAC privacy (not DP)",
     "public": "none: the model was trained on data declared public, without noise",
 }
+#: what a card says of a model trained with seeded randomness, after the stamp (``zoo.headline.stated_guarantee``)
+SEEDED = (
+    "Its noise or sampling was seeded, so the release is a deterministic function of the data: the ledger below "
+    "records how the noise was calibrated, but its ε does not hold. Seeds are for tests: such a model is never "
+    "published (push_to_hub refuses it)."
+)
 
 
 #: what public data is, on the card of a model that has seen nothing else
@@ -61,8 +76,9 @@ DATA_LABELS = {
 def headline(config: dict[str, Any], method: type | None = None) -> dict[str, Any]:
     """What ``dpzoo list`` shows of a model (``zoo.headline``), computed from its ledger: ``save_pretrained``
     stores it in config.json so that listing runs no accountant. ``epsilon`` and ``delta`` are None for a
-    PAC-private model (no (ε, δ)), whose ``pac`` holds its bounds instead, and for a public base. ``method``:
-    the model's class (default: the registered class of ``config["method"]``)."""
+    PAC-private model (no (ε, δ)), whose ``pac`` holds its bounds instead, for a public base, and for a model
+    trained with seeded randomness, whose ``seeded`` names the seeds. ``method``: the model's class (default: the
+    registered class of ``config["method"]``)."""
     privacy = privacy_metadata(config)
     return {
         "method": (method or method_class(config["method"])).display_name(config),
@@ -72,25 +88,26 @@ def headline(config: dict[str, Any], method: type | None = None) -> dict[str, An
         "delta": privacy.get("delta"),
         "accountant": privacy.get("accountant"),
         "pac": privacy["guarantees"] if is_pac(privacy) else None,
+        "seeded": privacy.get("seeded"),
     }
 
 
-#: the (stored headline, ledger) pairs found to agree in this process: one ledger always gives one guarantee, so
+#: the configs whose stored headline was found to agree in this process: one config always gives one headline, so
 #: loading a model again does not run its accountants again
 _AGREEING: set[str] = set()
 
 
 def check_headline(config: dict[str, Any], name: str | Path, method: type | None = None) -> None:
-    """Refuse the model ``name`` when its config.json states another guarantee than its ledger gives (a config
-    without a stored headline states none). ``method`` as for ``headline``."""
+    """Refuse the model ``name`` when its config.json's headline states another guarantee, data or method than its
+    ledger and method give (a config without a stored headline states none). ``method`` as for ``headline``."""
     stored = config.get(HEADLINE_KEY)
-    key = json.dumps([stored, config["privacy_ledger"], config["released_modules"]], sort_keys=True)
+    key = json.dumps(config, sort_keys=True)
     if stored is None or key in _AGREEING:
         return
     disagreement = headline_disagreement(stored, headline(config, method))
     if disagreement:
         raise CheckpointError(
-            f"{name}: the guarantee config.json states disagrees with the one recomputed from its privacy ledger "
+            f"{name}: the headline config.json states disagrees with the one recomputed from its privacy ledger "
             f"({disagreement}); the folder was edited or written by another dpzoo: do not trust its stated guarantee"
         )
     _AGREEING.add(key)
@@ -102,7 +119,7 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
     method = method or method_class(config["method"])
     privacy = privacy_metadata(config)
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
-    datasets = sorted({dataset.split("/")[0] for dataset in card_datasets(privacy)})
+    datasets = sorted({name for name in map(_hub_dataset, card_datasets(privacy)) if name})
     evaluation = config.get("evaluation") or {}
     results = evaluation.get("results", [])
     data = ModelCardData(
@@ -124,6 +141,9 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
         privacy=privacy,
         pac=is_pac(privacy),
         public=is_public(privacy),
+        seeded=is_seeded(privacy),
+        stamp=guarantee_summary(privacy),
+        seeded_means=SEEDED,
         public_data=privacy.get("public_data", []),
         public_data_means=PUBLIC_DATA_OF_EARLIER_STAGES if ledger.entries else PUBLIC_DATA,
         load_as=load_as,
@@ -132,12 +152,19 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
         license=config.get("license"),
         barrier_description=BARRIERS.get(privacy["barrier"], privacy["barrier"]),
         ledger_rows=_ledger_rows(config),
-        notes=[*method.card_notes(config), *_composition_notes(privacy), *_sources_notes(ledger)],
+        notes=[*method.card_notes(config), *_guarantee_notes(privacy), *_sources_notes(ledger)],
         recipe=config.get("recipe") or {},
         evaluation=evaluation,
         results=results,
         per_class=_per_class_tables(evaluation.get("details", {}).get("results", {})),
     )
+
+
+def _hub_dataset(dataset_id: str) -> str | None:
+    """The dataset a card's ``datasets:`` and tags name: a named dataset's name; none for a user's own records,
+    which only the trainer's local record index names (``zoo.privacy.record_index``)."""
+    name = dataset_id.split("/")[0]
+    return None if name.startswith(record_index.LOCAL) else name
 
 
 def check_data(data: dict[str, Any]) -> None:
@@ -172,11 +199,11 @@ def data_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _held_out_text(held_out: dict[str, Any]) -> str:
-    """Its size and digest first, then how it was chosen (a folder's ``test/`` part, or a fraction and seed)."""
+    """Its size first, then how it was chosen (a folder's ``test/`` part, or a fraction and seed). A digest of
+    the held-out files, which configs written before the local record index hold, is never shown."""
     rest = {k: v for k, v in held_out.items() if k not in ("images", "digest") and v is not None}
     size = f"{held_out['images']:,} images" if "images" in held_out else "images"
-    digest = f" ({held_out['digest']})" if held_out.get("digest") else ""
-    return size + digest + "".join(f"; {key} {value}" for key, value in rest.items())
+    return size + "".join(f"; {key} {value}" for key, value in rest.items())
 
 
 def _table_cell(text: str) -> str:
@@ -184,20 +211,23 @@ def _table_cell(text: str) -> str:
 
 
 def _sources_notes(ledger: PrivacyLedger) -> list[str]:
-    """What the ledger itself shows about protected and public data seen together: their records come from
-    different sources (it refuses otherwise). Nothing is said where a use does not name its source."""
-    protected = {entry.records_source for entry in ledger.entries}
-    public = {use.records_source for use in ledger.public_data}
+    """What the ledger itself shows about protected and public data seen together: where both are named datasets,
+    that they come from different sources (it refuses otherwise). Nothing is said about other data: the
+    machine that trained checked the images against its local record index, which publishes nothing."""
+    protected = {named_source(*entry.use) for entry in ledger.entries}
+    public = {named_source(*use.use) for use in ledger.public_data}
     if not protected or not public or None in protected | public or protected & public:
         return []
     return [
         f"The protected records come from {', '.join(sorted(protected))}, the public records from "
-        f"{', '.join(sorted(public))}: different sources, as the ledger requires (it refuses to protect records "
-        "of a source declared public). It does not compare the images themselves."
+        f"{', '.join(sorted(public))}: different named datasets, as the ledger requires (it refuses to protect "
+        "records declared public). It does not compare near-duplicate images."
     ]
 
 
 def _notion_tag(privacy: dict[str, Any]) -> str:
+    if is_seeded(privacy):
+        return "not-differentially-private"
     if is_public(privacy):
         return "public-data-only"
     return "pac-privacy" if is_pac(privacy) else "differential-privacy"
@@ -242,6 +272,11 @@ def _per_class_tables(details: dict[str, Any]) -> list[dict[str, Any]]:
 
 #: above this ε a card says plainly that the number protects no one
 VACUOUS_EPSILON = 100.0
+
+
+def _guarantee_notes(privacy: dict[str, Any]) -> list[str]:
+    """What the guarantees mean together (``_composition_notes``); none for a seeded model, which states none."""
+    return [] if is_seeded(privacy) else _composition_notes(privacy)
 
 
 def _composition_notes(privacy: dict[str, Any]) -> list[str]:

@@ -46,6 +46,7 @@ __all__ = [
     "CheckpointError",
     "HubUnavailableError",
     "SaveTargetError",
+    "SeededModelError",
     "check_save_target",
     "from_pretrained",
     "push_folder",
@@ -68,6 +69,10 @@ class SaveTargetError(CheckpointError):
 
 class HubUnavailableError(CheckpointError):
     """Publishing cannot happen: offline, no token, or the Hub unreachable or refusing the upload."""
+
+
+class SeededModelError(CheckpointError):
+    """A model trained with seeded randomness, which states no guarantee and is never published."""
 
 
 def released_state_dict(model: DPGenerativeModel) -> dict[str, torch.Tensor]:
@@ -281,6 +286,8 @@ def push_to_hub(
 ) -> str:
     """Save ``model`` in Hub layout and upload it to ``repo_id``; returns the commit URL."""
     token = _hub_token(token)
+    if isinstance(model.privacy_ledger, PrivacyLedger):
+        check_unseeded(model.privacy_ledger, repo_id)
     with tempfile.TemporaryDirectory() as folder:
         model_id = save_kwargs.pop("model_id", repo_id.split("/")[-1])
         save_pretrained(model, folder, model_id=model_id, load_as=f"hf-hub:{repo_id}", **save_kwargs)
@@ -291,12 +298,24 @@ def push_folder(directory: str | Path, repo_id: str, token: str | None = None, p
     """Upload an existing model folder (after checking that it loads), its card's usage snippet
     pointing at the Hub repository."""
     token = _hub_token(token)
+    check_unseeded(PrivacyLedger.from_dict(load_config(directory)["privacy_ledger"]), repo_id)
     from_pretrained(directory)
     with tempfile.TemporaryDirectory() as folder:
         for name in published_files(directory):
             shutil.copy2(Path(directory) / name, Path(folder) / name)
         model_card(load_config(folder), f"hf-hub:{repo_id}").save(Path(folder) / CARD_NAME)
         return _upload(folder, repo_id, token, private)
+
+
+def check_unseeded(ledger: PrivacyLedger, repo_id: str) -> None:
+    """Refuse to publish a model trained with seeded randomness: with its seeds known, its release is a
+    deterministic function of the data, so it is not differentially private (checked before any Hub call)."""
+    seeds = ledger.seeded
+    if seeds:
+        raise SeededModelError(
+            f"will not publish {repo_id}: the model was trained with seeded randomness ({', '.join(seeds)}), so it "
+            "is not differentially private; seeds are for tests only: train it again without them"
+        )
 
 
 def _hub_token(token: str | None) -> str:

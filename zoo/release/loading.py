@@ -15,7 +15,13 @@ import zoo
 from zoo.errors import UnknownModelError
 from zoo.headline import HEADLINE_KEY, headline_disagreement, stated_guarantee
 from zoo.release.layout import CONFIG_NAME, HUB_FILES, load_config
-from zoo.release.registry import checkpoints_dir, model_ids, model_index
+from zoo.release.registry import (
+    check_shipped_config,
+    checkpoints_dir,
+    model_ids,
+    model_index,
+    shipped_config_problem,
+)
 
 if TYPE_CHECKING:  # listing and unknown ids stay free of torch
     from zoo.methods import DPGenerativeModel
@@ -29,7 +35,9 @@ def list_models(verify: bool = False) -> list[dict[str, Any]]:
     A shipped model's guarantee is the one its config.json states (``zoo.release.cards.headline``, stored on saving), so
     listing runs no accountant; ``zoo.load`` checks it against the ledger. ``verify`` recomputes each from its
     ledger here: a row then shows the ledger's guarantee, with ``verified`` False and the difference in ``problem``
-    where config.json states another (None for a published model: it is checked when downloaded and loaded).
+    where config.json states another (None for a published model: it is checked when downloaded and loaded), and
+    ``config_problem`` where a packaged checkpoint's config.json is not the one the model index records
+    (``zoo.release.registry.shipped_config_problem``).
     ``guarantee`` states each model's guarantee in its own notion; ``epsilon`` and ``delta`` are None for a
     PAC-private model (it has no (ε, δ)), whose ``pac`` holds its bounds instead. ``metrics``: the evaluation's
     value of each metric on its card."""
@@ -39,13 +47,13 @@ def list_models(verify: bool = False) -> list[dict[str, Any]]:
         config = load_config(folder)
         models[folder.name] = {
             "model_id": folder.name,
-            **(_verified_headline(config) if verify else _stated_headline(config)),
+            **(_verified(folder, config) if verify else _stated_headline(config)),
             "metrics": _metrics(config),
             "source": str(folder),
         }
     for model_id, entry in model_index().items():
         published = {"guarantee": f"(ε = {entry.get('epsilon')}, δ = {entry.get('delta')})-DP", **entry}
-        checked = {"verified": None, "problem": None} if verify else {}
+        checked = {"verified": None, "problem": None, "config_problem": None} if verify else {}
         source = f"{HUB_PREFIX}{entry['hub_repo']}"
         models.setdefault(model_id, {"model_id": model_id, **published, "metrics": {}, **checked, "source": source})
     return list(models.values())
@@ -61,6 +69,13 @@ def _stated_headline(config: dict[str, Any]) -> dict[str, Any]:
 
         stored = headline(config)
     return {**stored, "guarantee": stated_guarantee(stored)}
+
+
+def _verified(folder: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """The headline recomputed from the ledger, and whether config.json states it and is the file shipped."""
+    headline = _verified_headline(config)
+    config_problem = shipped_config_problem(folder)
+    return {**headline, "verified": headline["verified"] and config_problem is None, "config_problem": config_problem}
 
 
 def _verified_headline(config: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +95,15 @@ def _metrics(config: dict[str, Any]) -> dict[str, float]:
 
 def resolve(name: str | Path) -> Path:
     """The local folder of a model: a folder path, ``hf-hub:org/name``, or a model id
-    (``checkpoints/`` first, then the Hugging Face cache, then the Hub)."""
+    (``checkpoints/`` first, then the Hugging Face cache, then the Hub). A shipped checkpoint whose config.json
+    is not the one the model index records is refused (``zoo.release.registry.check_shipped_config``)."""
+    folder = _local_folder(name)
+    check_shipped_config(folder)
+    return folder
+
+
+def _local_folder(name: str | Path) -> Path:
+    """Where ``name`` is found (``resolve``), its config.json unchecked."""
     path = Path(name).expanduser()
     if path.is_dir():
         return path

@@ -33,7 +33,7 @@ def results_table(folders: list[Path]) -> list[str]:
         details = ((config.get("evaluation") or {}).get("details") or {}).get("results") or {}
         if headline.get("epsilon") is None or not _is_image_evaluation(details):
             continue
-        dataset = _dataset_name(headline["dataset"])
+        dataset = (config.get("data") or {}).get("name") or _dataset_name(headline["dataset"])
         published = dpimagebench(headline["method"], dataset, headline["epsilon"])
         rows.append(
             f"| [{folder.name}](checkpoints/{folder.name}/README.md) | {dataset} | {headline['epsilon']:g} | "
@@ -50,8 +50,8 @@ def _is_image_evaluation(details: dict[str, Any]) -> bool:
 
 
 def _dataset_name(dataset_id: str) -> str:
-    """``cifar10/train[...]`` → ``cifar10``; a folder's ``name@sha256:…/train[...]`` → ``name``."""
-    return dataset_id.split(",")[0].split("/")[0].split("@")[0]
+    """A named dataset's id by its name: ``cifar10/train[...]`` → ``cifar10`` (a folder is named by its data)."""
+    return dataset_id.split(",")[0].split("/")[0]
 
 
 def _cas(result: dict[str, Any] | None) -> str:

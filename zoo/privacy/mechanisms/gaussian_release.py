@@ -51,6 +51,7 @@ def gaussian_release(
     generator: torch.Generator | None = None,
     partition_of: str | None = None,
     records_identity: str | None = None,
+    seeded: list[str] | None = None,
     note: str = "",
 ) -> tuple[Tensor, LedgerEntry]:
     """Return ``statistic + N(0, (σ·Δ₂)²)`` and the ledger entry that accounts for it.
@@ -59,7 +60,7 @@ def gaussian_release(
     or removed; σ is calibrated from ``target_epsilon`` unless given, composed with what
     ``ledger`` already holds for ``dataset_id`` (whose records ``records_identity`` names). The
     entry is appended to ``ledger`` when one is passed. Without a ``generator`` the noise comes
-    from OS entropy.
+    from OS entropy; a seeded one is named in ``seeded`` (``"noise_seed=0"``), which the entry records.
     """
     check_exactly_one(target_epsilon, noise_multiplier)
     delta = check_delta(delta)
@@ -87,6 +88,7 @@ def gaussian_release(
         target_epsilon=target_epsilon,
         partition_of=partition_of,
         records_identity=records_identity,
+        seeded=list(seeded or []),
         note=note,
     )
     if ledger is not None:
