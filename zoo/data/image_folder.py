@@ -141,7 +141,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
         return held_out_indices(self.train_part, self.test_fraction, self.split_seed) if self.test_fraction else []
 
     def _train_and_validation(self) -> tuple[list[int], list[int]]:
-        """Indices of the training part's files that train and that validate (the rest of the held-out part)."""
+        """Indices of the training part's files outside the held-out part: those that train, those that validate."""
         held_out = set(self._held_out())
         rest = [i for i in range(len(self.train_part.files)) if i not in held_out]
         validation = hashed_below(self.train_part, rest, self.validation_size, self.split_seed, "validation")

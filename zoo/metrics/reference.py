@@ -91,15 +91,18 @@ def reference_images(
     size, channels = (None, None) if image_shape is None else (tuple(image_shape[1:]), image_shape[0])
     decoded = read_part(test, size, channels, convert=held_out.get("convert"))  # type: ignore[arg-type]
     images, labels = ByteImages(decoded.images, decoded.labels).tensors
-    protected = protected_reason(lambda: decoded.record_keys.numpy(), ledger)
+    protected = _protected_reason(lambda: decoded.record_keys.numpy(), ledger)
     description = f"{name} ({len(labels)} {'images' if protected else 'held-out images'})"
     return ReferenceImages(images, labels, description, decoded.classes, protected)
 
 
 def check_held_out(
-    dataset: str, image_shape: tuple[int, ...] | None, reference: str | None, recorded: dict[str, Any] | None,
+    dataset: str,
+    image_shape: tuple[int, ...] | None,
+    reference: str | None,
+    recorded: dict[str, Any] | None,
     ledger: PrivacyLedger | None,
-) -> None:  # fmt: skip
+) -> None:
     """Before any work, for a card: refuse evaluation images that share a record with those ``ledger``
     protects, or that this machine cannot show do not (``reference_images``)."""
     protected = reference_images(dataset, image_shape, reference, recorded, ledger).protected
@@ -111,7 +114,7 @@ def check_held_out(
         )
 
 
-def protected_reason(
+def _protected_reason(
     keys: Callable[[], np.ndarray], ledger: PrivacyLedger | None, named: str | None = None
 ) -> str | None:
     """Why numbers computed against images (their record ``keys``, computed only when needed) may not be
@@ -177,7 +180,7 @@ def _named_split(dataset: str, split: str, ledger: PrivacyLedger | None) -> Refe
     images, labels = load_images(dataset, train=split == TRAIN)
     if split == TEST:
         keys = lambda: record_index.pixel_keys(images.mul(255).round().to(torch.uint8).numpy())  # noqa: E731
-        protected = protected_reason(keys, ledger, named=f"{dataset}/{TEST}")
+        protected = _protected_reason(keys, ledger, named=f"{dataset}/{TEST}")
         return ReferenceImages(images, labels, f"{dataset} official test split", protected=protected)
     description = f"{dataset} official training split ({len(labels)} images)"
     return ReferenceImages(images, labels, description, protected=training_split_reason(dataset))
