@@ -207,3 +207,16 @@ def test_a_users_table_file_is_named_by_the_local_index_and_split_row_by_row(tmp
     after = sides(TableDataModule(str(table), **options))
     removed = tuple(np.float32(rows[0]).astype(np.float64).round(6))
     assert after == {side: kept - {removed} for side, kept in before.items()}
+
+
+def test_a_file_that_copies_a_named_tables_rows_shares_its_records(tmp_path):
+    import numpy as np
+
+    from zoo.data.tables import load_table
+    from zoo.privacy.records import shared_records
+
+    named = TableDataModule("half_moons", standardisation="public")
+    copy = tmp_path / "moons.csv"
+    np.savetxt(copy, load_table("half_moons").numpy(), delimiter=",", fmt="%.17g")
+    mine = TableDataModule(str(copy), standardisation="public")
+    assert shared_records((named.records_identity, named.dataset_id), (mine.records_identity, mine.dataset_id))

@@ -113,11 +113,15 @@ class TableDataModule(pl.LightningDataModule):
     @property
     def records_identity(self) -> str:
         """Which rows of the table this module serves (``zoo.privacy.records``): every split's training rows
-        of a named table are drawn from the one table, so they share one source; a file's by the local index."""
+        of a named table are drawn from the one table, so they share one source (their keys kept under it in the
+        local index, so that a file copying them is found to share them); a file's by the local index."""
         self.setup()
-        if self._named:
-            return records_identity(self._source(), self._kept)  # type: ignore[arg-type]
-        return record_index.register(self._row_keys[self._kept.numpy()])  # type: ignore[index,union-attr]
+        kept = self._row_keys[self._kept.numpy()]  # type: ignore[index,union-attr]
+        if not self._named:
+            return record_index.register(kept)
+        identity = records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+        record_index.register_named(identity, kept)
+        return identity
 
     @property
     def _named(self) -> bool:
@@ -138,7 +142,7 @@ class TableDataModule(pl.LightningDataModule):
         if self.train_rows is not None:
             return
         table = load_table(self.table) if self._named else read_table(self.table)
-        self._row_keys = None if self._named else record_index.row_keys(table.numpy())
+        self._row_keys = record_index.row_keys(table.numpy())
         test, validation, self._kept = self._permuted_sides(len(table)) if self._named else self._hashed_sides(table)
         self.test_rows = table[test].float()
         self.validation_rows = table[validation].float()
