@@ -134,7 +134,8 @@ def test_a_ledger_written_before_records_identities_loads_and_keeps_its_epsilon(
 def test_only_named_datasets_of_different_sources_stay_apart():
     """Two folders the local index shows disjoint still compose: whether they share an image is a fact about the
     images, and an ε that moved with it would tell whether they do. So do uses that name no records (written
-    before identities were recorded), and a folder named by a digest of its files (before the local index)."""
+    before identities were recorded, or named by the user), and a folder named by a digest of its files (before
+    the local index)."""
     from zoo.privacy import record_index
 
     keys = [bytes([k]) * 32 for k in range(4)]
@@ -145,6 +146,7 @@ def test_only_named_datasets_of_different_sources_stay_apart():
         records_entry("local:a/train[validation=0,seed=0]", 300, mine),
         records_entry("local:b/train[validation=0,seed=0]", 300, theirs),
         records_entry("toy", 300),
+        records_entry("clinic[2024]", 300),  # a name of the user's choosing, in brackets: no named dataset
         records_entry("photos@sha256:00ff/train[seed=0,minus-validation=0]", 300, "photos@sha256:00ff/train#ab"),
         records_entry(MNIST_A, 300, "mnist/train#0123"),
     ]

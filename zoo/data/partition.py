@@ -14,7 +14,10 @@ def class_partition(labels: Tensor) -> dict[int, Tensor]:
 
 
 def train_validation_split(size: int, validation_size: int, seed: int = 0) -> tuple[Tensor, Tensor]:
-    """A fixed, seeded split of ``range(size)`` into (train, validation) indices."""
+    """A fixed, seeded split of ``range(size)`` into (train, validation) indices, for the named datasets: their
+    records are a public, fixed universe. Never for a user's records: a permutation of positions moves hundreds
+    of records to the other side when one is removed, so a user's folder or table decides each record by a hash
+    of its own (``zoo.data.folders.hashed_below``)."""
     if not 0 <= validation_size < size:
         raise UserError(f"validation_size must be in [0, {size}), got {validation_size}")
     order = torch.randperm(size, generator=torch.Generator().manual_seed(seed))

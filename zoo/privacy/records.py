@@ -35,19 +35,20 @@ def records_identity(source: str, kept: Tensor) -> str:
     return f"{source}#{hashlib.sha256(indices.tobytes()).hexdigest()[:DIGEST_CHARS]}"
 
 
-def records_source(records: str | None, dataset_id: str) -> str | None:
+def _records_source(records: str | None, dataset_id: str) -> str | None:
     """Where a use's records come from: its identity's source, else (written before identities were
-    recorded) its dataset id's name before the split; None when neither says."""
+    recorded) its dataset id's name before the split, in the form only the named datamodules give
+    (``mnist/train[...]``); None when neither says."""
     if records is not None:
         return records.rpartition("#")[0] or records
     name, split, _ = dataset_id.partition("[")
-    return name if split else None
+    return name if split and name.endswith("/train") else None
 
 
 def named_source(records: str | None, dataset_id: str) -> str | None:
     """The named dataset a use draws on, when its identity is a public description: not a local use, and not a
     folder named by a digest of its files (as dpzoo named folders before the local index)."""
-    source = records_source(records, dataset_id)
+    source = _records_source(records, dataset_id)
     if source is None or source.startswith(record_index.LOCAL) or "@" in source:
         return None
     return source
