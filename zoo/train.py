@@ -116,6 +116,10 @@ def train_folder(
         model = run_fit(argv, recorded=recorded, before_training=_print_estimate)
     for line in model.privacy_ledger.summary_lines():
         print(line)
+    print(
+        f"  ({root.resolve().name} is local:… there: this machine's name for its images, which says nothing about "
+        "them to anyone else)"
+    )
     print(f"card: {target / CARD_NAME}")
     return target
 
