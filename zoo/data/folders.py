@@ -215,19 +215,6 @@ def decode_part(
     )
 
 
-def record_keys(part: FolderPart) -> Tensor:
-    """The record keys (N, 32) of the part's images, as ``decode_part`` gives them, without resizing them: for
-    checking held-out images against a model's protected records."""
-    keys = np.empty((len(part.files), KEY_BYTES), dtype=np.uint8)
-    for index, file in enumerate(part.files):
-        try:
-            with Image.open(io.BytesIO(file.read_bytes())) as image:
-                keys[index] = np.frombuffer(_native_key(image, file), dtype=np.uint8)
-        except OSError as error:
-            raise ImageFolderError(f"{file} is corrupt or truncated ({error}); remove or replace it") from None
-    return torch.from_numpy(keys)
-
-
 def check_image_size(image_size: int | Sequence[int] | None) -> tuple[int, int] | None:
     """``image_size`` as (H, W): an int is a square side."""
     if image_size is None:
