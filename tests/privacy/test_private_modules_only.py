@@ -53,9 +53,13 @@ class SecondOptimizer(Encoded):
         self.encoder = nn.Sequential(nn.Flatten(), nn.Linear(64, 64))
         self.automatic_optimization = False
 
+    def step_optimizers(self):
+        """(head's, encoder's) optimizer for this step."""
+        return self.optimizers()
+
     def training_step(self, batch, batch_idx):
         x, y = batch
-        head_optimizer, encoder_optimizer = self.optimizers()
+        head_optimizer, encoder_optimizer = self.step_optimizers()
         head_optimizer.zero_grad()
         encoder_optimizer.zero_grad()
         self.manual_backward(nn.functional.cross_entropy(self.head(self.encoder(x)), y))
@@ -73,15 +77,8 @@ class PublicSecondOptimizer(SecondOptimizer):
 class InStepOptimizer(SecondOptimizer):
     """An optimizer built inside the step, which the trainer never sees: caught by the change of state."""
 
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        head_optimizer = self.optimizers()
-        encoder_optimizer = torch.optim.SGD(self.encoder.parameters(), lr=0.1)
-        head_optimizer.zero_grad()
-        encoder_optimizer.zero_grad()
-        self.manual_backward(nn.functional.cross_entropy(self.head(self.encoder(x)), y))
-        head_optimizer.step()
-        encoder_optimizer.step()
+    def step_optimizers(self):
+        return self.optimizers(), torch.optim.SGD(self.encoder.parameters(), lr=0.1)
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.head.parameters(), lr=0.1)
