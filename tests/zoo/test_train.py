@@ -81,9 +81,9 @@ def test_the_datamodule_and_fit_report_the_same_problems_in_their_own_words(mess
 def test_convert_reads_the_mess_and_states_what_it_did(cleaned, convert, how):
     data = ImageFolderDataModule(str(cleaned), image_size=32, channels=3, convert=convert, cache=False)
     assert data.image_shape == (3, 32, 32)
-    assert data.card_data()["preprocessing"] == (
-        f"20 of 48 images resized to 32×32, 12 of them {how} to a square first; 4 with transparency composited "
-        "on white; 4 grey converted to RGB"
+    assert data.card_data()["preprocessing"] == (  # the rule: counts of the images would be statistics of them
+        f"every image read as RGB 32×32: one of another size resized bilinearly ({how} to a square first where its "
+        "aspect ratio differs); transparency composited on white; grey images converted to RGB"
     )
     part, _ = folder_parts(cleaned)
     decoded = read_part(part, (32, 32), 3, cache=False, convert=convert)

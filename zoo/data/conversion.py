@@ -4,7 +4,9 @@
 stretched or dropped silently), ``"crop"`` (an image of another aspect ratio is centre-cropped to the
 target's), ``"pad"`` (padded with white to it) or ``"stretch"`` (resized as it is); each composites
 transparent images on white. Any size change is a bilinear resize after that.
-``preprocessing_sentence`` states what a policy did to a folder.
+``preprocessing_sentence`` states what a policy did to a folder (counts of its images: for the user's eyes);
+``preprocessing_rule`` states the policy alone (what a card publishes: the counts are statistics of the
+protected images, and the adversary who knows every image but one would read the last one's size in them).
 """
 
 from __future__ import annotations
@@ -101,3 +103,22 @@ def preprocessing_sentence(
     if channels == 1 and len(facts) - grey:
         changes.append(f"{len(facts) - grey:,} colour converted to grey")
     return "; ".join(changes) or f"none: all {len(facts):,} images used as they are"
+
+
+def preprocessing_rule(target: tuple[int, int], channels: int, convert: str | None) -> str:
+    """How every image is read at ``target`` size and ``channels`` under policy ``convert``, whichever images a
+    folder holds: the rule, never what it did to how many."""
+    height, width = target
+    shape = "a square" if height == width else f"the {height}:{width} aspect ratio"
+    aspect = {
+        "crop": f"centre-cropped to {shape} first where its aspect ratio differs",
+        "pad": f"padded with white to {shape} first where its aspect ratio differs",
+        "stretch": "stretched where its aspect ratio differs",
+    }.get(convert or "", "another aspect ratio refused")
+    transparency = "transparency composited on white" if convert else "transparent images refused"
+    colours = "grey images converted to RGB" if channels == 3 else "colour images converted to grey"
+    mode = "RGB" if channels == 3 else "grey"
+    return (
+        f"every image read as {mode} {height}×{width}: one of another size resized bilinearly ({aspect}); "
+        f"{transparency}; {colours}"
+    )

@@ -26,7 +26,7 @@ from safetensors.torch import save_file
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from zoo.data.conversion import check_convert, fitted, has_transparency, on_white, preprocessing_sentence
+from zoo.data.conversion import check_convert, fitted, has_transparency, on_white
 from zoo.data.folder_check import (
     PROGRESS_FROM,
     FolderProblems,
@@ -53,8 +53,6 @@ class DecodedImages:
     classes: tuple[str, ...]
     #: each image's record key (N, 32) uint8, from its pixels at their own size (``zoo.privacy.record_index``)
     record_keys: Tensor
-    #: what reading did to the images (``zoo.data.conversion.preprocessing_sentence``)
-    preprocessing: str
 
 
 def folder_parts(root: str | Path, classes: Sequence[str] | None = None) -> tuple[FolderPart, FolderPart | None]:
@@ -175,8 +173,7 @@ def read_part(
         try:
             with safe_open(str(cached), "pt") as stored:
                 images, labels, keys = (stored.get_tensor(name) for name in ("images", "labels", "keys"))
-                preprocessing = stored.metadata()["preprocessing"]
-            return DecodedImages(images, labels, part.classes, keys, preprocessing)
+            return DecodedImages(images, labels, part.classes, keys)
         except (SafetensorError, OSError, KeyError, ValueError):
             cached.unlink(missing_ok=True)  # a partial or stale copy: decode again
     decoded = decode_part(part, size, channels, convert, along)
@@ -211,7 +208,6 @@ def decode_part(
         torch.tensor(part.labels, dtype=torch.int64),
         part.classes,
         torch.from_numpy(keys),
-        preprocessing_sentence(facts, target_size, target_channels, convert),
     )
 
 
@@ -269,7 +265,7 @@ def _write_cache(path: Path, decoded: DecodedImages) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         tensors = {"images": decoded.images, "labels": decoded.labels, "keys": decoded.record_keys}
-        save_file(tensors, str(partial), {"preprocessing": decoded.preprocessing})
+        save_file(tensors, str(partial))
         os.chmod(partial, 0o600)
         partial.replace(path)
     except OSError as error:

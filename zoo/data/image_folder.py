@@ -13,7 +13,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from zoo.data.byte_images import ByteImages
-from zoo.data.conversion import check_convert
+from zoo.data.conversion import check_convert, preprocessing_rule
 from zoo.data.folders import (
     DecodedImages,
     check_image_size,
@@ -205,17 +205,17 @@ class ImageFolderDataModule(pl.LightningDataModule):
     # ------------------------------------------------------------ what a model records
     def card_data(self) -> dict[str, Any]:
         """The data as a model's config and card record it: the folder's name (never its path), the records'
-        identity, the classes as the folder spells them, the training images, what reading did to them, and
-        the held-out part with what evaluation needs to find it again (``zoo.metrics.reference``)."""
+        identity, the classes as the folder spells them, the training images, the rule they were read by (not
+        what it did to how many: ``zoo.data.conversion.preprocessing_rule``), and the held-out part with what
+        evaluation needs to find it again (``zoo.metrics.reference``)."""
         self.setup()
-        train, _ = self._decode()
         return {
             "name": self.root.resolve().name,
             "records": self.records_identity,
             "classes": list(self.classes),
             "images": len(self.train_set),  # type: ignore[arg-type]
             "image_shape": list(self.image_shape),
-            "preprocessing": train.preprocessing,
+            "preprocessing": preprocessing_rule(self.image_shape[1:], self.image_shape[0], self.convert),
             "held_out": self.held_out_record(),
         }
 
