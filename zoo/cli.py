@@ -166,6 +166,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from zoo.metrics.records import check_card_takes, check_model_held_out
     from zoo.metrics.reference import TRAIN, training_split_reason
     from zoo.release.evaluation_results import evaluator_of
+    from zoo.release.layout import path_argument
     from zoo.release.loading import resolve
 
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
@@ -211,7 +212,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.write_card:
-        command = "dpzoo " + shlex.join(map(_folder_by_name, _without_local_report(args.argv)))
+        arguments = (path_argument(argument, _folder_name) for argument in _without_local_report(args.argv))
+        command = "dpzoo " + shlex.join(arguments)
         record_evaluation(folder, evaluation, command, args.replace_evaluation)
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
@@ -232,14 +234,11 @@ def _without_local_report(argv: list[str]) -> list[str]:
     return kept
 
 
-def _folder_by_name(argument: str) -> str:
-    """An argument as a card records it: a folder (also ``--option=folder``) by its name alone, as ``dpzoo
-    train`` records its folder, so that the card holds no path of this machine."""
-    option, equals, value = argument.partition("=")
-    if argument.startswith("-") and equals:
-        return f"{option}={_folder_by_name(value)}"
+def _folder_name(argument: str) -> str:
+    """A folder as a card records it: by its name alone, as ``dpzoo train`` records its folder, so that the
+    card holds no path of this machine; anything else as it is."""
     path = Path(argument).expanduser()
-    return path.resolve().name if not argument.startswith("-") and path.is_dir() else argument
+    return path.resolve().name if path.is_dir() else argument
 
 
 def _card(args: argparse.Namespace) -> int:

@@ -225,9 +225,9 @@ def _decode(file: Path, size: tuple[int, int], channels: int, convert: str | Non
     """The image in ``file`` as a uint8 (H, W, C) array (``zoo.data.conversion``), and its record key."""
     try:
         with Image.open(io.BytesIO(file.read_bytes())) as image:
-            key = _native_key(image, file)
             if image.mode in SIXTEEN_BIT_MODES:  # PIL's convert("L") clips 16-bit values instead of scaling
-                image = _eight_bit(image)
+                image = Image.fromarray((np.asarray(image, dtype=np.float64) / 257).round().astype(np.uint8))
+            key = pixel_key(np.asarray(image.convert("RGB"), dtype=np.uint8))  # at the image's own size
             if convert and has_transparency(image):
                 image = on_white(image)
             image = fitted(image.convert("L" if channels == 1 else "RGB"), size, convert)
@@ -235,19 +235,6 @@ def _decode(file: Path, size: tuple[int, int], channels: int, convert: str | Non
     except (OSError, SyntaxError, ValueError) as error:
         raise ImageFolderError(f"{file} is corrupt or truncated ({error}); remove or replace it") from None
     return (array[:, :, None] if channels == 1 else array), key
-
-
-def _native_key(image: Image.Image, file: Path) -> bytes:
-    """The record key of an image at its own size (``zoo.privacy.record_index.pixel_key``)."""
-    try:
-        native = _eight_bit(image) if image.mode in SIXTEEN_BIT_MODES else image
-        return pixel_key(np.asarray(native.convert("RGB"), dtype=np.uint8))
-    except (OSError, SyntaxError, ValueError) as error:
-        raise ImageFolderError(f"{file} is corrupt or truncated ({error}); remove or replace it") from None
-
-
-def _eight_bit(image: Image.Image) -> Image.Image:
-    return Image.fromarray((np.asarray(image, dtype=np.float64) / 257).round().astype(np.uint8))
 
 
 def _progress(files: Sequence[Path], description: str):  # type: ignore[no-untyped-def]

@@ -1,5 +1,6 @@
-"""The local record index: which records each use of data touched, kept on this machine only, so that uses
-of overlapping records compose whatever they are called while nothing published is computed from them.
+"""The local record index: which records each use of data touched, kept on this machine only, for the checks
+made before any work (no record both protected and declared public, no evaluation reference holding a protected
+record), while nothing published is computed from the records. No ε depends on it (``zoo.privacy.records``).
 
 - A record's key is the sha256 of its pixels at their own size, as RGB (``pixel_key``): a copy of a file, a
   symlink to it, a renamed class folder and the same image as the named dataset's tensor all give one key.
@@ -10,12 +11,13 @@ of overlapping records compose whatever they are called while nothing published 
   records get the same name here; to anyone without the key a name is a random string, so the DP adversary,
   who knows every record but one, cannot test a candidate record against a published name (a plain digest
   of the files would tell them with certainty).
-- Each use's keys are kept beside it, so that the ledger can test whether two uses share a record
-  (``overlap``). The named datasets keep their public identities (``mnist/train#<indices>``) and register
-  their keys under them (``register_named``), so that a folder of copied MNIST images links with MNIST here.
+- Each use's keys are kept beside it, so that those checks can test whether two uses share a record
+  (``overlap``, ``shared_keys``). The named datasets keep their public identities (``mnist/train#<indices>``)
+  and register their keys under them (``register_named``), so that a folder of copied MNIST images is found to
+  share them here.
 
-Deleting the folder forgets the index: uses it cannot resolve are then composed with every other use (the
-ledger's rule where disjointness cannot be shown), which costs ε and never understates it.
+Deleting the folder forgets the index: the checks then refuse what they can no longer show (an evaluation
+reference of a model whose records it held), and no ε changes.
 """
 
 from __future__ import annotations
@@ -57,14 +59,16 @@ def pixel_key(pixels: np.ndarray) -> bytes:
 
 def pixel_keys(images: np.ndarray) -> np.ndarray:
     """Keys (N, 32) uint8 of uint8 images (N, C, H, W) (``pixel_key`` of each)."""
-    keys = [pixel_key(image.transpose(1, 2, 0)) for image in images]
-    return np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
+    return _key_array([pixel_key(image.transpose(1, 2, 0)) for image in images])
 
 
 def row_keys(rows: np.ndarray) -> np.ndarray:
     """Keys (N, 32) uint8 of a table's rows: the sha256 of each row's float64 values."""
     rows = np.ascontiguousarray(rows, dtype=np.float64)
-    keys = [hashlib.sha256(row.tobytes()).digest() for row in rows]
+    return _key_array([hashlib.sha256(row.tobytes()).digest() for row in rows])
+
+
+def _key_array(keys: list[bytes]) -> np.ndarray:
     return np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +73,13 @@ def publishable_command(command: str) -> str:
         arguments = shlex.split(command)
     except ValueError as error:
         raise UserError(f"cannot read {command!r} as a shell command ({error}), so cannot publish it") from None
-    return shlex.join(_publishable_argument(argument) for argument in arguments)
+    return shlex.join(path_argument(argument, publishable_path) for argument in arguments)
 
 
-def _publishable_argument(argument: str) -> str:
+def path_argument(argument: str, rule: Callable[[str], str]) -> str:
+    """A command-line argument with its path (the argument itself, or the value of ``--option=value``) through
+    ``rule``; options pass through a rule that leaves non-paths as they are."""
     option, equals, value = argument.partition("=")
     if argument.startswith("-") and equals:
-        return f"{option}={publishable_path(value)}"
-    return publishable_path(argument)
+        return f"{option}={rule(value)}"
+    return rule(argument)
