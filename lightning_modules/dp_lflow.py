@@ -104,8 +104,9 @@ class DPLFlow(CentralImagesWarmStart, DPGenerativeModel):
         """log q(E(x)): the flow's exact log-density of each image's latent code, in nats.
 
         A density over latent codes, not over pixels; DP-LFlow uses it as an in-distribution
-        score (OOD detection)."""
-        return self.flow.log_prob(self.encoder(x))
+        score (OOD detection). Computed where the model is, returned where ``x`` is: evaluation passes
+        CPU images to a model it may have put on a GPU."""
+        return self.flow.log_prob(self.encoder(x.to(self.device))).to(x.device)
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         images = self.decoder(self.flow.sample(n, generator)).clamp(0, 1)

@@ -129,8 +129,9 @@ class DPNF(DPGenerativeModel):
 
     @torch.no_grad()
     def log_prob(self, x: Tensor) -> Tensor:
-        """Exact log-density (nats) of each row, in the table's units."""
-        return self.log_density(x)
+        """Exact log-density (nats) of each row, in the table's units; computed where the model is, returned
+        where ``x`` is."""
+        return self.log_density(x).to(x.device)
 
     def log_density(self, x: Tensor) -> Tensor:
         """:meth:`log_prob` with gradients, for training."""

@@ -109,9 +109,10 @@ class P3DM(DPGenerativeModel):
 
     def mechanism(self, images: Tensor, labels: Tensor) -> Tensor:
         """M(X): train the score model and the guidance classifier on X, then sample the set (fixed seeds).
-        Runs on the GPU when there is one (the stage runs outside a Lightning Trainer)."""
+        Runs where the module is (``self.device``): the stage runs outside a Lightning Trainer, and ``zoo.train``
+        puts the module on the device its Trainer options name (accelerator, devices) for it."""
         arch = self.hparams
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = self.device
         channels = arch.image_shape[0]
         with torch.random.fork_rng():
             torch.manual_seed(arch.mechanism_seed)

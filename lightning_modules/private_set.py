@@ -33,7 +33,7 @@ from lightning_modules.nets.gradient_matching import layerwise_gradient_distance
 from lightning_modules.parts.released_sets import balanced_labels, images_of_classes
 from zoo.errors import UserError
 from zoo.methods import DPGenerativeModel, TinyRecipe, register_method, toy_images
-from zoo.privacy import PrivacyBarrier
+from zoo.privacy import PrivacyBarrier, PrivacyConfigError
 
 
 class SanitisedGradients(torch.optim.Optimizer):
@@ -142,6 +142,15 @@ class PrivateSet(DPGenerativeModel):
         return [self.gradient_probe]
 
     # -------------------------------------------------------------- training
+    def setup(self, stage: str) -> None:
+        """Refused under DDP before any step: the inner loop's backward passes run inside one DDP step,
+        which DDP cannot synchronise (it would crash with "Expected to mark a variable ready only once")."""
+        if self.trainer.world_size > 1:
+            raise PrivacyConfigError(
+                f"{type(self).__name__} trains on one device: θ's inner loop on S takes backward passes of its own "
+                "inside one DDP step, which DDP cannot synchronise; train it with --trainer.devices 1."
+            )
+
     def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
         images, labels = batch
         self.check_images(images)

@@ -3,6 +3,7 @@
 import zoo
 zoo.list_models()                       # ids with method, data and (ε, δ)
 model = zoo.load("some-model-id")       # checkpoints/, the Hugging Face cache, then the Hub
+model = zoo.load("some-model-id", device="cuda")   # on a GPU; samples still come back on the CPU
 images = model.sample(64, seed=0)
 
 The API is imported on first use, so that ``import zoo`` (and ``dpzoo --help``) stays fast.

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 ROW_SUFFIXES = (".csv", ".npy", ".png")
+DEVICE_HELP = "cpu (default), cuda, cuda:N, mps, or auto (cuda when there is one): where the model samples"
 
 
 #: `dpzoo list`'s FID column: the metric of each feature extractor, and its name there
@@ -104,7 +105,7 @@ def _sample(args: argparse.Namespace) -> int:
     labels = _labels(args.labels) if args.labels else None
     from zoo.release.loading import load
 
-    model = load(args.model)
+    model = load(args.model, device=_device(args.device))
     samples = model.sample(args.n, labels=labels, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     if model.sample_kind == "rows":
@@ -128,6 +129,16 @@ def _labels(text: str) -> list[int]:
         return [int(v) for v in text.split(",")]
     except ValueError:
         raise UserError(f"--labels must be comma-separated class indices (3,3,7), got {text!r}") from None
+
+
+def _device(name: str) -> str:
+    """``--device``: ``auto`` is the GPU when this machine has one (only it imports torch here); any other name
+    goes to the core as given, which checks it before the weights are read."""
+    if name != "auto":
+        return name
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _write_images(images: torch.Tensor, out: Path, columns: int) -> None:
@@ -197,6 +208,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         num_samples=args.num_samples,
         seed=args.seed,
         figures=args.write_card,
+        device=_device(args.device),
         **{name: value for name, value in options.items() if value is not None},
     )
     width = max([len("metric"), *map(len, evaluation["results"])]) + 2
@@ -375,6 +387,7 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
         "--nrow", type=int, default=None, help="images per grid row (default: one per class, or 8 when unconditional)"
     )
     sample.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    sample.add_argument("--device", default="cpu", help=DEVICE_HELP)
     sample.set_defaults(run=_sample)
 
     metric_help = "comma-separated (default: fid_lenet,cas for mnist/fashion_mnist, fid,cas for an image folder)"
@@ -411,6 +424,11 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--seed", type=int, default=0, help="seed for sampling and classifiers")
     evaluate.add_argument("--feature-extractor-weights", default=None, help="local Inception weights for fid/kid/isc")
+    evaluate.add_argument(
+        "--device",
+        default="cpu",
+        help=f"{DEVICE_HELP}, and the CAS classifiers and the FID/KID feature passes (float32, TF32 off) run",
+    )
     evaluate.add_argument("--json", default=None, help="also write the results as JSON here")
     evaluate.add_argument("--overwrite", action="store_true", help="replace the --json file if it exists")
     evaluate.add_argument(

@@ -130,12 +130,16 @@ def _per_step(fit: dict[str, Any]) -> float:
 
 @contextlib.contextmanager
 def _unchanged_randomness() -> Iterator[None]:
-    """The measurement must not change what the real run draws (its seed was set before)."""
+    """The measurement must not change what the real run draws (its seed was set before): Python's, numpy's,
+    torch's CPU generator and every CUDA device's (a run on a GPU draws its noise there)."""
     python, numpy = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
-        yield
-    random.setstate(python)
-    np.random.set_state(numpy)
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    try:
+        with torch.random.fork_rng(devices=cuda):
+            yield
+    finally:
+        random.setstate(python)
+        np.random.set_state(numpy)
 
 
 @contextlib.contextmanager

@@ -9,7 +9,11 @@ or any fine-tunable model.
 Any image recipe runs on a folder of your own images (``--images PATH``): the model is built for
 the data's image shape and class count (``zoo.shapes``) unless the command line sets them, and the saved
 model records the folder's description (``ImageFolderDataModule.card_data``). ``dpzoo train`` runs
-through ``run_fit`` too (``zoo.train``)."""
+through ``run_fit`` too (``zoo.train``).
+
+Under DDP (``--trainer.strategy ddp --trainer.devices N``) Lightning re-runs the whole command in every
+process: every rank trains, and only global rank 0 saves and prints (:func:`say`); the other ranks
+return the model they trained without writing anything."""
 
 from __future__ import annotations
 
@@ -19,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from pytorch_lightning import LightningDataModule
+from pytorch_lightning.utilities import rank_zero_only
 
 from zoo.base_weights import check_base, note_in_ledger, start_from
 from zoo.data.folder_check import FolderProblems
 from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import Budget
+from zoo.privacy.ddp import check_buffer_sync
 from zoo.recipe_cli import Recipe, command_line_keys, parse_recipe
 from zoo.release.hub import check_save_target, save_pretrained
 from zoo.release.loading import load
@@ -33,6 +39,12 @@ from zoo.training import pretrain_public, train
 #: what ``run_fit`` calls once the model is built for the data, before any training:
 #: ``(model, datamodule, budget or None, trainer options)``
 BeforeTraining = Callable[[DPGenerativeModel, LightningDataModule, "Budget | None", dict[str, Any]], None]
+
+
+@rank_zero_only
+def say(*lines: str) -> None:
+    """Print on global rank 0 only: under DDP every rank runs the command, and one says what it did."""
+    print(*lines, sep="\n", flush=True)
 
 
 def fit_flag(name: str, value: Any) -> str:
@@ -47,6 +59,7 @@ def run_fit(
     replaces what the saved model records of its recipe (``config``, ``command``, ``selection``)."""
     recipe = parse_recipe(argv)
     options = recipe.options
+    check_buffer_sync(recipe.trainer_options.get("strategy"))
     if options.get("save_pretrained"):
         check_save_target(options["save_pretrained"], overwrite=options.get("overwrite", False))
     try:
@@ -74,7 +87,7 @@ def run_fit(
         )
     if reinitialised:
         note_in_ledger(model.privacy_ledger, since, reinitialised)
-    if options.get("save_pretrained"):
+    if options.get("save_pretrained") and rank_zero_only.rank == 0:
         _save(model, recipe, argv, recorded)
     return model
 
@@ -98,7 +111,7 @@ def _save(model: DPGenerativeModel, recipe: Recipe, argv: Sequence[str], recorde
         license=options.get("license"),
         data=card_data() if card_data and not recipe.public else None,
     )
-    print(f"saved {folder}")
+    say(f"saved {folder}")
 
 
 def _model_for_data(

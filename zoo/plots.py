@@ -71,13 +71,15 @@ def _draw_histogram(draw, heights, left, top, width, height, colour, filled) -> 
 def density_panel(
     log_prob: Callable[[Tensor], Tensor], bounds: tuple[float, float, float, float], size: int = 256
 ) -> Image.Image:
-    """The density exp(log_prob) of a 2-D model on a grid over ``bounds`` = (x0, x1, y0, y1), white to dark."""
+    """The density exp(log_prob) of a 2-D model on a grid over ``bounds`` = (x0, x1, y0, y1), white to dark.
+    The grid is on the CPU and each chunk's log-density is brought back there: a model on a GPU may answer
+    on its own device, and the picture is drawn on the CPU."""
     x0, x1, y0, y1 = bounds
     xs = torch.linspace(x0, x1, size)
     ys = torch.linspace(y1, y0, size)  # image rows run top to bottom
     grid = torch.stack(torch.meshgrid(xs, ys, indexing="xy"), -1).reshape(-1, 2)
     with torch.no_grad():
-        density = torch.cat([log_prob(chunk) for chunk in grid.split(8192)]).exp().reshape(size, size)
+        density = torch.cat([log_prob(chunk).detach().cpu() for chunk in grid.split(8192)]).exp().reshape(size, size)
     shade = (density / density.max().clamp(min=1e-30)).clamp(0, 1)
     return _shade_image(shade)
 

@@ -34,7 +34,7 @@ from zoo.data.folder_check import (
 )
 from zoo.data.folders import folder_parts, hashed_below, held_out_indices, subset
 from zoo.errors import UserError
-from zoo.fit import run_fit
+from zoo.fit import run_fit, say
 from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import Budget
 from zoo.recipes import Choice, Problem, choose_recipe
@@ -93,7 +93,7 @@ def train_folder(
     assert isinstance(choice, Choice)
     used_channels = channels or common_channels(facts)
     held_out = held_out_indices(train_part, HELD_OUT, SPLIT_SEED) if test_part is None else []
-    print(_summary(root, inspected, choice, used_channels, convert, held_out))  # type: ignore[arg-type]
+    say(_summary(root, inspected, choice, used_channels, convert, held_out))  # type: ignore[arg-type]
     argv = [
         *("--config", str(choice.recipe.path), "--images", str(root)),
         *("--data.init_args.image_size", str(list(choice.size)), "--data.init_args.channels", str(used_channels)),
@@ -114,13 +114,12 @@ def train_folder(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*: ignored \d+ files? that", category=UserWarning)  # named above
         model = run_fit(argv, recorded=recorded, before_training=_print_estimate)
-    for line in model.privacy_ledger.summary_lines():
-        print(line)
-    print(
+    say(
+        *model.privacy_ledger.summary_lines(),
         f"  ({root.resolve().name} is local:… there: this machine's name for its images, which says nothing about "
-        "them to anyone else)"
+        "them to anyone else)",
+        f"card: {target / CARD_NAME}",
     )
-    print(f"card: {target / CARD_NAME}")
     return target
 
 
@@ -195,13 +194,13 @@ def _print_estimate(
 ) -> None:
     from zoo.estimate import estimate_time
 
-    print("measuring the rate of a few steps on stand-in images…", flush=True)
+    say("measuring the rate of a few steps on stand-in images…")
     try:
         estimate = estimate_time(model, datamodule, budget, trainer_options)
     except Exception as error:  # a failed measurement must not stop the training it only describes
-        print(f"estimated time: not measured ({type(error).__name__}: {error})")
+        say(f"estimated time: not measured ({type(error).__name__}: {error})")
         return
-    print(f"estimated time: {estimate.line() if estimate else 'unknown (the recipe sets no number of steps)'}")
+    say(f"estimated time: {estimate.line() if estimate else 'unknown (the recipe sets no number of steps)'}")
 
 
 def _selection(choice: Choice) -> str:

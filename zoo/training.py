@@ -31,7 +31,9 @@ from zoo.data.public import PublicData
 from zoo.errors import MissingFileError, UserError
 from zoo.methods import DPGenerativeModel
 from zoo.privacy import Budget, DPCallback, PrivacyConfigError, PrivacyLedger
+from zoo.privacy.ddp import check_buffer_sync
 from zoo.privacy.ledger import PublicDataUse
+from zoo.privacy.precision import refuse_float16_loss_scaling
 from zoo.stages import (
     STAGE_KEY,
     PACRelease,
@@ -70,6 +72,8 @@ def train(
         raise PrivacyConfigError(
             f"train needs the plan's budget as a zoo.privacy.DPBudget (or PACBudget), got {type(budget).__name__}"
         )
+    refuse_float16_loss_scaling(trainer_options.get("precision"))  # before the helpers' pretraining
+    check_buffer_sync(trainer_options.get("strategy"))  # a release's buffers must reach every rank
     if not isinstance(model.privacy_ledger, PrivacyLedger):
         model.privacy_ledger = PrivacyLedger()
     parts = model.training_parts(datamodule)
@@ -168,7 +172,14 @@ def _run(
     options: dict[str, Any],
     ckpt_path: str | None,
 ) -> None:
-    if isinstance(stage, (Release, PACRelease)):
+    if isinstance(stage, PACRelease):  # a whole training inside the mechanism: on the run's device
+        model.to(_run_device(options))
+        try:
+            stage.run(datamodule, budget)
+        finally:
+            model.cpu()
+        return
+    if isinstance(stage, Release):
         stage.run(datamodule, budget)
         return
     if stage.max_steps is not None:
@@ -185,6 +196,13 @@ def _run(
         released = _released_state(model)
         pl.Trainer(callbacks=callbacks, **options).fit(model, datamodule, ckpt_path=ckpt_path)
         _check_unchanged(released, _released_state(model), stage.name)
+
+
+def _run_device(options: dict[str, Any]) -> torch.device:
+    """The device a Trainer built from ``options`` trains on (its accelerator and devices resolved as Lightning
+    does), for a stage that runs outside a Trainer."""
+    quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    return pl.Trainer(**{**options, **quiet}).strategy.root_device
 
 
 def _planned_steps(stage: Stage, options: dict[str, Any]) -> int:

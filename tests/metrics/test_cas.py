@@ -105,7 +105,7 @@ def test_each_classifier_trains_by_its_own_settings_and_resnet_augments_only_col
 
     calls = {}
 
-    def record(name, train, test, num_classes, seed, epochs, augment):
+    def record(name, train, test, num_classes, seed, epochs, augment, device):
         calls[(name, train[0].shape[1])] = (epochs, augment)
         return 50.0
 

@@ -23,6 +23,7 @@ def classifier_accuracy_on_synthetic(
     epochs: int | None = None,
     seed: int = 0,
     samples: Tensor | None = None,
+    device: str | torch.device = "cpu",
 ) -> dict[str, dict[str, Any]]:
     """Mean ± std test accuracy (%) per classifier over ``runs`` training seeds.
 
@@ -31,7 +32,8 @@ def classifier_accuracy_on_synthetic(
     retrains the classifier from a new seed. ``epochs`` (default: each classifier's ``SETTINGS``) applies to
     every classifier but the logistic regression. The protocol counts the distinct images among them:
     a released set (Private Set, P3DM) repeats its few images to fill ``num_samples``; it names the
-    augmentation, and a real-data reference where one was measured under the same settings.
+    augmentation, and a real-data reference where one was measured under the same settings. The classifiers
+    train and predict on ``device`` (``zoo.metrics.classifiers.train_and_test``).
     """
     if model.num_classes is None:
         raise UserError(f"CAS needs labelled samples, but {model.method} is unconditional")
@@ -45,7 +47,14 @@ def classifier_accuracy_on_synthetic(
         trained_for, augment = training_settings(name, tuple(images.shape[1:]), epochs)
         accuracies = [
             train_and_test(
-                name, (images, labels), test, model.num_classes, seed=seed + run, epochs=trained_for, augment=augment
+                name,
+                (images, labels),
+                test,
+                model.num_classes,
+                seed=seed + run,
+                epochs=trained_for,
+                augment=augment,
+                device=device,
             )
             for run in range(runs)
         ]

@@ -90,16 +90,19 @@ def train_and_test(
     epochs: int | None = None,
     batch_size: int = 128,
     augment: bool | None = None,
+    device: str | torch.device = "cpu",
 ) -> float:
     """Test accuracy (%) of classifier ``name`` trained on ``train`` for a fixed number of
     epochs: no early stopping, so the test split never steers training. ``augment``: each batch flipped
     and cropped at random (``flip_and_crop``), for natural colour images. ``epochs`` and ``augment`` default
-    to the classifier's ``SETTINGS``."""
+    to the classifier's ``SETTINGS``. The network trains and predicts on ``device``; it is initialised, and
+    its batches shuffled and augmented, on the CPU, so that a seed draws the same on every device (the
+    logistic regression is sklearn's, on the CPU)."""
     epochs, augment = training_settings(name, tuple(train[0].shape[1:]), epochs, augment)
     if name == "lr":
         return _logistic_regression(train, test, seed)
     torch.manual_seed(seed)
-    network = build_network(name, tuple(train[0].shape[1:]), num_classes)
+    network = build_network(name, tuple(train[0].shape[1:]), num_classes).to(device)
     optimizer = torch.optim.Adam(network.parameters())
     fit(network, optimizer, train, epochs, batch_size, f"CAS {name} (seed {seed})", augment=augment)
     return accuracy_on(network, test)
@@ -116,13 +119,15 @@ def fit(
     augment: bool = False,
 ) -> None:
     """Cross-entropy training for a fixed number of epochs (``schedule`` steps after each epoch; ``augment``:
-    ``flip_and_crop`` on every batch)."""
+    ``flip_and_crop`` on every batch), each batch moved to the network's device after its augmentation."""
+    device = _device_of(network)
     loader = DataLoader(TensorDataset(*train), batch_size=batch_size, shuffle=True)
     network.train()
     for _ in tqdm(range(epochs), desc=description, leave=False):
         for x, y in loader:
             optimizer.zero_grad()
-            nn.functional.cross_entropy(network(flip_and_crop(x) if augment else x), y).backward()
+            inputs = (flip_and_crop(x) if augment else x).to(device)
+            nn.functional.cross_entropy(network(inputs), y.to(device)).backward()
             optimizer.step()
         if schedule is not None:
             schedule.step()
@@ -152,13 +157,19 @@ def accuracy_over_runs(accuracies: list[float]) -> dict[str, Any]:
 
 
 def accuracy_on(network: nn.Module, test: tuple[Tensor, Tensor]) -> float:
-    """Accuracy (%) of ``network`` on ``test``, in evaluation mode."""
+    """Accuracy (%) of ``network`` on ``test``, in evaluation mode, on the network's device."""
+    device = _device_of(network)
     network.eval()
     with torch.no_grad():
         correct = sum(
-            (network(x).argmax(1) == y).sum().item() for x, y in DataLoader(TensorDataset(*test), batch_size=1000)
+            (network(x.to(device)).argmax(1).cpu() == y).sum().item()
+            for x, y in DataLoader(TensorDataset(*test), batch_size=1000)
         )
     return 100.0 * correct / len(test[1])
+
+
+def _device_of(network: nn.Module) -> torch.device:
+    return next(network.parameters()).device
 
 
 def _logistic_regression(train: tuple[Tensor, Tensor], test: tuple[Tensor, Tensor], seed: int) -> float:

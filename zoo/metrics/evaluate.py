@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from zoo.errors import UserError
 from zoo.methods import DPGenerativeModel
 from zoo.metrics import image_evaluate, table_evaluate  # noqa: F401  (each registers its datasets)
@@ -25,6 +27,7 @@ def evaluate(
     seed: int = 0,
     progress: bool = True,
     figures: bool = False,
+    device: str | torch.device | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Evaluate a generator against the real ``dataset``; returns values, spreads and protocols.
@@ -52,9 +55,15 @@ def evaluate(
     card may publish them. ``audit``, ``dp_mog`` and ``dp_ad`` read the protected records: local
     diagnostics that no card publishes (``zoo.metrics.publication``). ``figures`` adds the
     family's pictures (PIL images, under ``"figures"``) for ``record_evaluation`` to store.
-    """
-    from zoo.release.loading import load
 
+    ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` or a ``torch.device``) is where the evaluation runs:
+    the model is loaded or moved there (a given model is moved in place, as ``nn.Module.to`` does), and it
+    samples, and the classifiers and feature passes run, where the model is. None: the model where it is, a
+    model loaded by id on the CPU. A device this machine lacks is refused before any work.
+    """
+    from zoo.release.loading import checked_device, load
+
+    target = None if device is None else checked_device(device)
     if num_samples is not None and (
         isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1
     ):
@@ -71,5 +80,8 @@ def evaluate(
     foreign = sorted(set(options) - set(evaluator.options))
     if foreign:
         raise UserError(f"options {foreign} do not apply to {dataset}; its options: {list(evaluator.options)}")
-    model = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
+    if isinstance(model_or_id, (str, Path)):
+        model = load(model_or_id, device=target)
+    else:
+        model = model_or_id if target is None else model_or_id.to(target)
     return evaluator.run(model, dataset, tuple(metrics), num_samples, seed, progress, figures, **options)

@@ -26,6 +26,7 @@ from torch import Tensor
 from zoo.data.settings import cache_dir
 from zoo.errors import MissingFileError, UserError
 from zoo.metrics.extractors import FEATURE_LAYER, extractor_weights, register_lenet
+from zoo.metrics.feature_pass import device_label, feature_device, feature_pass
 from zoo.metrics.inception_fid import SMALL_N, inception_extractor, inception_fid_kid, small_n_note
 from zoo.metrics.inception_weights import CONVERTED_NAME, offline_inception_weights
 from zoo.metrics.uint8_images import Uint8Images, pixels_sha256
@@ -55,8 +56,12 @@ def fidelity_metrics(
     metrics: tuple[str, ...],
     dataset: str,
     weights_path: str | None = None,
+    device: str | torch.device = "cpu",
 ) -> dict[str, dict[str, Any]]:
-    """Compare ``samples`` with ``reference`` (both float in [0, 1], N×C×H×W)."""
+    """Compare ``samples`` with ``reference`` (both float in [0, 1], N×C×H×W), their features computed on
+    ``device`` (CUDA, else the CPU) in float32 (``zoo.metrics.feature_pass``). The device is chosen, never
+    guessed: a number must not depend on whether the machine it ran on has a GPU."""
+    device = feature_device(device)
     unknown = set(metrics) - set(FIDELITY_METRICS)
     if unknown:
         raise UserError(f"unknown torch-fidelity metrics {sorted(unknown)}; known: {FIDELITY_METRICS}")
@@ -67,12 +72,11 @@ def fidelity_metrics(
     if lenet:
         extractor = register_lenet(dataset)
         weights = str(extractor_weights(dataset))
-        results.update(
-            _run(samples, reference, lenet, LENET_METRICS, extractor, weights, f"{extractor} ({FEATURE_LAYER})")
-        )
+        label = f"{extractor} ({FEATURE_LAYER})"
+        results.update(_run(samples, reference, lenet, LENET_METRICS, extractor, weights, label, device))
     inception = [m for m in metrics if m in INCEPTION_METRICS]
     if inception:
-        results.update(_inception_metrics(samples, reference, inception, weights_path))
+        results.update(_inception_metrics(samples, reference, inception, weights_path, device))
     for name in KID_BESIDE:
         if name in results:
             results[name]["protocol"].update(small_n_note(len(samples)))
@@ -80,7 +84,7 @@ def fidelity_metrics(
 
 
 def _inception_metrics(
-    samples: Tensor, reference: Tensor, inception: list[str], weights_path: str | None
+    samples: Tensor, reference: Tensor, inception: list[str], weights_path: str | None, device: torch.device
 ) -> dict[str, dict[str, Any]]:
     """The Inception (and VGG) metrics: FID and KID from features, IS and precision/recall through torch-fidelity."""
     results: dict[str, dict[str, Any]] = {}
@@ -91,12 +95,12 @@ def _inception_metrics(
     if distances:
         weights = given or _offline_weights()
         with _weights_errors("inception-v3-compat"):
-            extractor = inception_extractor(weights)
+            extractor = inception_extractor(weights, device)
         label = _weights_source("inception", weights)
         results.update(inception_fid_kid(samples, reference, distances, extractor, weights, label))
     for metric in (m for m in inception if m in ("isc", "prc")):
         extractor = "vgg16" if metric == "prc" else "inception-v3-compat"
-        results.update(_run(samples, reference, [metric], INCEPTION_METRICS, extractor, given, extractor))
+        results.update(_run(samples, reference, [metric], INCEPTION_METRICS, extractor, given, extractor, device))
     return results
 
 
@@ -119,14 +123,15 @@ def _run(
     extractor: str,
     weights: str | None,
     extractor_label: str,
+    device: torch.device,
 ) -> dict[str, dict[str, Any]]:
     flags = {kinds[name]: True for name in names}
     kid_size = min(1000, len(samples), len(reference))
-    with _weights_errors(extractor):
+    with _weights_errors(extractor), feature_pass(device) as cuda:
         raw = torch_fidelity.calculate_metrics(
             input1=Uint8Images(samples),
             input2=Uint8Images(reference),
-            cuda=torch.cuda.is_available(),
+            cuda=cuda,
             feature_extractor=extractor,
             feature_extractor_weights_path=weights,
             kid_subset_size=kid_size,
@@ -152,6 +157,7 @@ def _run(
                 "samples": len(samples),
                 "reference": len(reference),
                 "computed_by": f"torch-fidelity {torch_fidelity.__version__}",
+                "device": device_label(device),
             },
         }
     return results

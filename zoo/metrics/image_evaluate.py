@@ -49,8 +49,10 @@ def evaluate_images(
     image folder's ``test/``, the held-out folder ``reference``, or else the held-out part the model recorded
     for a folder without ``test/``), densities of those images, and the
     membership audit (a local diagnostic); see ``zoo.evaluate``. ``figures`` is part of the evaluator
-    interface; images add none (samples.png shows them)."""
+    interface; images add none (samples.png shows them). Everything runs where the model is (``zoo.evaluate``
+    puts it on its ``device``): sampling, the classifiers and the feature passes."""
     num_samples = num_samples or 10_000
+    device = model.device
     _check_metrics_apply(dataset, metrics)
     classifiers = tuple(dict.fromkeys(c for m in metrics if m.startswith("cas") for c in _classifiers(m)))
     if classifiers and model.num_classes is None:
@@ -70,7 +72,7 @@ def evaluate_images(
     if "set_accuracy" in metrics:
         if label is not None:
             raise UserError("set_accuracy needs every class: drop label or set_accuracy")
-        results["set_accuracy"] = set_accuracy(model, test, runs, seed)
+        results["set_accuracy"] = set_accuracy(model, test, runs, seed, device)
     if "audit" in metrics:
         results["audit"] = _audit(model, dataset, label, audit_size, seed)
     fidelity = tuple(m for m in metrics if m in FIDELITY_METRICS)
@@ -78,16 +80,20 @@ def evaluate_images(
     if fidelity or classifiers or privacy:
         samples = model.sample(num_samples, seed=seed, progress=progress)
     if privacy:  # every class of the test split, even with label: the attribute is the class
-        results["privacy_score_lenet"] = privacy_score_lenet(samples, dataset)
+        results["privacy_score_lenet"] = privacy_score_lenet(samples, dataset, device)
     if fidelity:
         real = test.of_class(label)
-        measured = fidelity_metrics(samples, real.images, fidelity, dataset, feature_extractor_weights_path)
+        measured = fidelity_metrics(
+            samples, real.images, fidelity, dataset, feature_extractor_weights_path, device=device
+        )
         for result in measured.values():  # with the KID that comes beside FID at small n
             result["protocol"]["reference_set"] = real.description
         results.update(measured)
     if classifiers:
         results.update(
-            classifier_accuracy_on_synthetic(model, test, classifiers, num_samples, runs, epochs, seed, samples=samples)
+            classifier_accuracy_on_synthetic(
+                model, test, classifiers, num_samples, runs, epochs, seed, samples=samples, device=device
+            )
         )
     return {
         "dataset": dataset,

@@ -21,6 +21,7 @@ from torch_fidelity.metric_kid import kid_features_to_metric
 from torch_fidelity.utils import create_feature_extractor, get_featuresdict_from_dataset
 
 from zoo.data.settings import cache_dir
+from zoo.metrics.feature_pass import device_label, feature_device, feature_pass
 from zoo.metrics.reference_statistics import ReferenceStatistics, reference_statistics, weights_sha256
 from zoo.metrics.uint8_images import Uint8Images, pixels_sha256
 
@@ -34,20 +35,27 @@ KID_SUBSET = 1_000
 BATCH_SIZE = 64
 
 
-def inception_extractor(weights: str | None) -> FeatureExtractorBase:
-    """torch-fidelity's ``inception-v3-compat`` with ``weights`` (None: its download)."""
-    cuda = torch.cuda.is_available()
-    return create_feature_extractor(
-        EXTRACTOR, [FEATURE_LAYER], cuda=cuda, feature_extractor_weights_path=weights, verbose=False
-    )
+def inception_extractor(weights: str | None, device: str | torch.device = "cpu") -> FeatureExtractorBase:
+    """torch-fidelity's ``inception-v3-compat`` with ``weights`` (None: its download), on ``device`` (its CUDA
+    device, else the CPU: ``zoo.metrics.feature_pass``)."""
+    with feature_pass(feature_device(device)) as cuda:
+        return create_feature_extractor(
+            EXTRACTOR, [FEATURE_LAYER], cuda=cuda, feature_extractor_weights_path=weights, verbose=False
+        )
+
+
+def extractor_device(extractor: FeatureExtractorBase) -> torch.device:
+    """Where ``extractor``'s weights are, and so where its feature passes run."""
+    return next(extractor.parameters()).device
 
 
 def inception_features(images: Tensor, extractor: FeatureExtractorBase, progress: bool = True) -> Tensor:
-    """The 2,048 pool features of images in [0, 1] (N, C, H, W), as torch-fidelity computes them."""
-    cuda = torch.cuda.is_available()
-    features = get_featuresdict_from_dataset(
-        Uint8Images(images), extractor, batch_size=BATCH_SIZE, cuda=cuda, save_cpu_ram=True, verbose=progress
-    )
+    """The 2,048 pool features of images in [0, 1] (N, C, H, W), as torch-fidelity computes them, on the
+    extractor's device with TF32 off."""
+    with feature_pass(extractor_device(extractor)) as cuda:
+        features = get_featuresdict_from_dataset(
+            Uint8Images(images), extractor, batch_size=BATCH_SIZE, cuda=cuda, save_cpu_ram=True, verbose=progress
+        )
     return features[FEATURE_LAYER].double()
 
 
@@ -70,6 +78,7 @@ def inception_fid_kid(
         "samples": len(samples),
         "reference": len(reference),
         "computed_by": f"torch-fidelity {torch_fidelity.__version__} (features, FID and KID formulas)",
+        "device": device_label(extractor_device(extractor)),
     }
     results: dict[str, dict[str, Any]] = {}
     extracted: dict[str, Tensor] = {}  # the reference's features, when FID's statistics had to be computed

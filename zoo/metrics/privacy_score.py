@@ -20,6 +20,7 @@ from torch import Tensor
 from zoo.data.images import load_images
 from zoo.errors import UserError
 from zoo.metrics.extractors import FEATURE_LAYER, LeNet, extractor_weights
+from zoo.metrics.feature_pass import without_tf32
 from zoo.metrics.neighbours import nearest_neighbours
 
 
@@ -55,14 +56,22 @@ def _features_and_attributes(
     return torch.cat([features(x).flatten(1) for x in batches]), torch.cat([attribute(x) for x in batches])
 
 
-def privacy_score_lenet(samples: Tensor, dataset: str) -> dict[str, Any]:
-    """The privacy score against ``dataset``'s test split, with the shipped LeNet as extractor and classifier."""
+def privacy_score_lenet(samples: Tensor, dataset: str, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """The privacy score against ``dataset``'s test split, with the shipped LeNet as extractor and classifier,
+    run on ``device`` in float32 (TF32 would move features, and so nearest neighbours, by its rounding)."""
     weights = extractor_weights(dataset)
     extractor = weights.stem
     network = LeNet().eval()
     network.load_state_dict(load_file(str(weights)))
+    network.to(device)
     reference, _ = load_images(dataset, train=False)
-    score = privacy_score(samples, reference, network.features, lambda x: network(x).argmax(1))
+    with without_tf32():
+        score = privacy_score(
+            samples,
+            reference,
+            lambda x: network.features(x.to(device)),
+            lambda x: network(x.to(device)).argmax(1),
+        )
     return {
         **score,
         "unit": "fraction of samples whose nearest test image (L2 in features) has another predicted class",

@@ -19,9 +19,13 @@ EPOCHS, LEARNING_RATE, BATCH = 300, 0.01, 256
 
 
 def set_accuracy(
-    model: DPGenerativeModel, dataset: str | ReferenceImages, runs: int = 5, seed: int = 0
+    model: DPGenerativeModel,
+    dataset: str | ReferenceImages,
+    runs: int = 5,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
 ) -> dict[str, Any]:
-    """Mean ± std test accuracy (%) of the paper's ConvNet trained on ``model.released_set()``."""
+    """Mean ± std test accuracy (%) of the paper's ConvNet trained on ``model.released_set()``, on ``device``."""
     if not model.releases_a_set:
         raise UserError(
             f"set_accuracy trains on a released set, and {model.method} releases a generator, not a set; "
@@ -31,7 +35,8 @@ def set_accuracy(
     reference = dataset if isinstance(dataset, ReferenceImages) else reference_images(dataset)
     test = (reference.images, reference.labels)
     accuracies = [
-        convnet_accuracy((images.cpu(), labels.cpu()), test, model.num_classes, seed + run) for run in range(runs)
+        convnet_accuracy((images.cpu(), labels.cpu()), test, model.num_classes, seed + run, device=device)
+        for run in range(runs)
     ]
     return {
         **accuracy_over_runs(accuracies),
@@ -44,13 +49,19 @@ def set_accuracy(
 
 
 def convnet_accuracy(
-    train: tuple[Tensor, Tensor], test: tuple[Tensor, Tensor], num_classes: int, seed: int, epochs: int = EPOCHS
+    train: tuple[Tensor, Tensor],
+    test: tuple[Tensor, Tensor],
+    num_classes: int,
+    seed: int,
+    epochs: int = EPOCHS,
+    device: str | torch.device = "cpu",
 ) -> float:
-    """Test accuracy (%) of the paper's ConvNet after the official training schedule on ``train``."""
+    """Test accuracy (%) of the paper's ConvNet after the official training schedule on ``train``, trained and
+    tested on ``device`` (initialised on the CPU, as ``zoo.metrics.classifiers.train_and_test`` says why)."""
     from lightning_modules.nets.convnet import ConvNet  # lightning_modules imports zoo
 
     torch.manual_seed(seed)
-    network = ConvNet(tuple(train[0].shape[1:]), num_classes)
+    network = ConvNet(tuple(train[0].shape[1:]), num_classes).to(device)
     optimizer = torch.optim.SGD(network.parameters(), lr=LEARNING_RATE, momentum=0.9, weight_decay=5e-4)
     schedule = torch.optim.lr_scheduler.MultiStepLR(optimizer, [epochs // 2 + 1], gamma=0.1)
     fit(network, optimizer, train, epochs, BATCH, f"set ConvNet (seed {seed})", schedule)

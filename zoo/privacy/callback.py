@@ -12,6 +12,9 @@ sanitiser for B3) and:
 3. records every step in the budget's ledger (also ``pl_module.privacy_ledger``, the callback
    state and ``checkpoint["privacy_ledger"]``), logs ε, and resumes without resetting it.
 
+Under DDP it keeps DDP from all-reducing the raw gradients that DP-SGD overwrites (``zoo.privacy.ddp``),
+and only rank 0 computes and logs ε.
+
 Under DP-SGD it also refuses, before the first step and during the first few, an optimizer or a change
 of state outside the private modules (``zoo.privacy.private_state``): DP-SGD's theorem covers only them.
 """
@@ -19,6 +22,7 @@ of state outside the private modules (``zoo.privacy.private_state``): DP-SGD's t
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from typing import Any
 
@@ -30,13 +34,20 @@ from torch import Tensor
 from zoo.privacy.accounting import calibrate_noise_multiplier, max_steps_within
 from zoo.privacy.barriers import PrivacyBarrier, declared_barrier
 from zoo.privacy.budget import DPBudget, plan_seeds
+from zoo.privacy.ddp import check_buffer_sync, install_private_bucket_hook
 from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.mechanisms import TrainingMechanism, training_mechanism
+from zoo.privacy.precision import refuse_float16_loss_scaling
 from zoo.privacy.private_state import PrivateStepGuard, private_step_guard
 from zoo.privacy.validation import warn_if_delta_too_large
 
 CHECKPOINT_KEY = "privacy_ledger"
+#: ε is computed at a logging step only while its computations so far took less than this share of the
+#: stage's time, or less than EPSILON_GRACE_S seconds: one exact PRV evaluation costs 0.1-0.2 s, more
+#: than the steps between two logs on a fast GPU
+EPSILON_SHARE = 0.05
+EPSILON_GRACE_S = 1.0
 
 
 class DPCallback(pl.Callback):
@@ -60,6 +71,8 @@ class DPCallback(pl.Callback):
         self.mechanism: TrainingMechanism | None = None
         self._restored_state: dict[str, Any] | None = None
         self.guard: PrivateStepGuard | None = None
+        self._started = 0.0
+        self._epsilon_seconds = 0.0
 
     @property
     def ledger(self) -> PrivacyLedger:
@@ -77,10 +90,8 @@ class DPCallback(pl.Callback):
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if stage != "fit":
             return
-        if str(trainer.precision).startswith("16"):
-            raise PrivacyConfigError(
-                "fp16 loss scaling rescales per-example gradients before clipping; use precision='bf16-mixed' or 32."
-            )
+        refuse_float16_loss_scaling(trainer.precision)
+        check_buffer_sync(trainer.strategy)
         budget = self.budget
         self.barrier = declared_barrier(pl_module)
         mechanism = training_mechanism(self.barrier, pl_module)
@@ -119,6 +130,8 @@ class DPCallback(pl.Callback):
                 prior,
             )
         self.mechanism.start(trainer, pl_module, self.entry.noise_multiplier)
+        install_private_bucket_hook(trainer, self.mechanism.overwritten_gradients())
+        self._started, self._epsilon_seconds = time.monotonic(), 0.0
         self.guard = private_step_guard(self.mechanism, pl_module, trainer.optimizers)
         if self._budget_left() == 0:
             rank_zero_warn(f"privacy budget ε={self.target_epsilon} already spent on {dataset_id}; not training.")
@@ -233,19 +246,21 @@ class DPCallback(pl.Callback):
             return
         if self._budget_left() == 0:
             trainer.should_stop = True
-        if self._logs_epsilon_now(trainer):
-            pl_module.log("epsilon", self.epsilon, prog_bar=True, on_step=True, on_epoch=False, rank_zero_only=True)
+        if trainer.is_global_zero and self._logs_epsilon_now(trainer):
+            start = time.monotonic()
+            epsilon = self.epsilon
+            self._epsilon_seconds += time.monotonic() - start
+            pl_module.log("epsilon", epsilon, prog_bar=True, on_step=True, on_epoch=False, rank_zero_only=True)
 
     def _logs_epsilon_now(self, trainer: pl.Trainer) -> bool:
-        """Every ``log_every_n_steps`` private steps and at the end of each epoch and of training:
-        one exact PRV evaluation costs 0.1-0.2 s, a third of a small model's DP step."""
+        """At the end of each epoch and of training, and every ``log_every_n_steps`` private steps while
+        ε's computations stay within their share of the time (``EPSILON_SHARE``): on a fast GPU they would
+        otherwise outweigh the steps between two logs."""
         last_step = trainer.max_steps > 0 and trainer.global_step >= trainer.max_steps
-        return (
-            self.entry.steps % max(1, trainer.log_every_n_steps) == 0  # type: ignore[union-attr]
-            or trainer.should_stop
-            or trainer.is_last_batch
-            or last_step
-        )
+        if trainer.should_stop or trainer.is_last_batch or last_step:
+            return True
+        allowed = max(EPSILON_GRACE_S, EPSILON_SHARE * (time.monotonic() - self._started))
+        return self.entry.steps % max(1, trainer.log_every_n_steps) == 0 and self._epsilon_seconds < allowed  # type: ignore[union-attr]
 
     def _budget_left(self) -> int | None:
         if self.allowed_steps is None or self.entry is None:

@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.layers import MaskedLinear, RowwiseParameters
+from zoo.privacy.precision import at_least_float32
 
 MODES = ("auto", "ghost", "hooks", "functorch")
 
@@ -146,7 +147,7 @@ class GhostClipping:
                     "read it once per forward (one per_row call)."
                 )
             if grads:
-                rows.append((parameter, _grouped(grads[0].float(), self.rows_per_example).sum(1)))
+                rows.append((parameter, _grouped(at_least_float32(grads[0]), self.rows_per_example).sum(1)))
         return rows
 
     def _pairs(self) -> list[tuple[nn.Module, Tensor, Tensor]]:
@@ -160,7 +161,7 @@ class GhostClipping:
                     f"{type(layer).__name__} layer was used {len(acts)} times in one private backward pass; "
                     "ghost clipping needs one use per step. Use per_example_mode='hooks'."
                 )
-            pairs.append((layer, acts[0].float(), grads[0].float()))  # autocast may capture bf16
+            pairs.append((layer, at_least_float32(acts[0]), at_least_float32(grads[0])))  # autocast may capture bf16
         return pairs
 
     def batch_size(self) -> int | None:
@@ -358,8 +359,8 @@ class OpacusGradSample:
                     "a private layer was used in several backward passes before one private step; "
                     "run one backward per micro-batch."
                 )
-            if sample is not None:
-                sample = _grouped(sample, self.rows_per_example).sum(1)
+            if sample is not None:  # autocast may have computed it in bf16
+                sample = _grouped(at_least_float32(sample), self.rows_per_example).sum(1)
             samples.append(sample)
         return samples
 

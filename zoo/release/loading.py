@@ -12,7 +12,7 @@ from huggingface_hub import constants, snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
 
 import zoo
-from zoo.errors import UnknownModelError
+from zoo.errors import UnknownModelError, UserError
 from zoo.headline import HEADLINE_KEY, headline_disagreement, stated_guarantee
 from zoo.release.layout import CONFIG_NAME, HUB_FILES, load_config
 from zoo.release.registry import (
@@ -24,6 +24,8 @@ from zoo.release.registry import (
 )
 
 if TYPE_CHECKING:  # listing and unknown ids stay free of torch
+    import torch
+
     from zoo.methods import DPGenerativeModel
 
 HUB_PREFIX = "hf-hub:"
@@ -142,9 +144,38 @@ def _snapshot(repo_id: str, looked: list[str]) -> Path:
         raise UnknownModelError(f"no Hub repository {repo_id!r} (or it is private: pass a token)") from None
 
 
-def load(name: str | Path) -> DPGenerativeModel:
-    """The pretrained model, in eval mode, with its privacy ledger (``model.privacy_ledger``)."""
+def load(name: str | Path, device: str | torch.device | None = None) -> DPGenerativeModel:
+    """The pretrained model, in eval mode, with its privacy ledger (``model.privacy_ledger``), on ``device``
+    (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` or a ``torch.device``; None: the CPU). A device this machine
+    lacks is refused before the weights are read (``checked_device``)."""
     folder = resolve(name)  # before torch is imported: an unknown id fails at once
+    target = None if device is None else checked_device(device)
     from zoo.release.hub import from_pretrained
 
-    return from_pretrained(folder)
+    model = from_pretrained(folder)
+    return model if target is None else model.to(target)
+
+
+def checked_device(device: str | torch.device) -> torch.device:
+    """``device`` as a ``torch.device`` this machine has, or a one-line ``UserError`` that says what it has
+    instead: torch's own errors come late (the first tensor moved) and name no remedy."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise UserError(f"unknown device {device!r}: use cpu, cuda, cuda:N or mps") from None
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UserError(
+                f"device {str(device)!r} needs CUDA, but this machine has none (torch.cuda.is_available() is "
+                "False): use --device cpu (device='cpu' in Python)"
+            )
+        count = torch.cuda.device_count()
+        if parsed.index is not None and parsed.index >= count:
+            raise UserError(f"no device {parsed}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    elif parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise UserError(f"device {str(device)!r} is not available on this machine: use --device cpu")
+    elif parsed.type not in ("cpu", "cuda", "mps"):
+        raise UserError(f"dpzoo runs models on cpu, cuda or mps, not {parsed.type}")
+    return parsed

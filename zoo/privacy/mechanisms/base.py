@@ -66,5 +66,9 @@ class TrainingMechanism:
         """Make the step private (its gradients clipped and noised); called once the budget allows it."""
         raise NotImplementedError
 
+    def overwritten_gradients(self) -> list[torch.nn.Parameter]:
+        """The parameters whose gradients every private step replaces (what DDP need not all-reduce)."""
+        return []
+
     def close(self) -> None:
         pass

@@ -28,6 +28,8 @@ from zoo.privacy.barriers import declared_private_modules
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.per_example import create_engine
+from zoo.privacy.precision import at_least_float32, mechanism_arithmetic, noise_dtype
+from zoo.privacy.randomness import DeviceGenerators
 from zoo.privacy.sampling import required_poisson_batches
 from zoo.privacy.validation import check_private_modules
 
@@ -49,7 +51,7 @@ class PerExampleDPSGD(TrainingMechanism):
         self.engine = create_engine(modules, per_example_mode, self.rows_per_example)
         self.max_grad_norm = max_grad_norm
         self.loss_reduction = loss_reduction
-        self.noise_generator = noise_generator
+        self.noise_generators = DeviceGenerators(noise_generator)
         self.noise_multiplier = 0.0
         self._expected_batch_size = 1.0
         self._pending: _ClippedSums | None = None
@@ -108,12 +110,13 @@ class PerExampleDPSGD(TrainingMechanism):
         scale = float(trainer.accumulate_grad_batches if pl_module.automatic_optimization else 1)
         if self.loss_reduction == "mean":
             scale *= examples
-        if examples == 0:  # an empty Poisson batch: the step's sum is zero, and the noise is still added
-            sums = [torch.zeros_like(p) for p in engine.params]
-        else:
-            norms = engine.squared_norms().sqrt() * scale
-            clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
-            sums = engine.weighted_sum(clip * scale)
+        with mechanism_arithmetic():  # the backward pass of manual optimisation may run inside autocast
+            if examples == 0:  # an empty Poisson batch: the step's sum is zero, and the noise is still added
+                sums = [torch.zeros_like(p, dtype=noise_dtype(p.dtype)) for p in engine.params]
+            else:
+                norms = engine.squared_norms().sqrt() * scale
+                clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
+                sums = engine.weighted_sum(clip * scale)
         engine.clear()
         pending = None if self._private_grads_reset else self._pending
         if pending is not None:
@@ -153,20 +156,26 @@ class PerExampleDPSGD(TrainingMechanism):
     def _write_noisy_gradients(self, params: list[nn.Parameter]) -> None:
         """Σ clip(g_i) + N(0, σ²C²), once per logical step (on rank 0 only under DDP, then summed
         over ranks), divided by the expected batch size q·N."""
-        sums = [torch.zeros_like(p) for p in params] if self._pending is None else self._pending.sums
+        sums = self._pending.sums if self._pending is not None else [torch.zeros_like(p) for p in params]
         self._pending = None
-        flat = torch.cat([s.reshape(-1) for s in sums])
+        flat = torch.cat([at_least_float32(s).reshape(-1) for s in sums])
         distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-        if not distributed or torch.distributed.get_rank() == 0:
-            noise = torch.randn(flat.shape, generator=self.noise_generator, dtype=flat.dtype)
-            flat = flat + self.noise_multiplier * self.max_grad_norm * noise.to(flat.device)
-        if distributed:
-            torch.distributed.all_reduce(flat)  # sum of every rank's clipped sums + one noise draw
-        flat = flat / self._expected_batch_size
+        with mechanism_arithmetic():
+            if not distributed or torch.distributed.get_rank() == 0:
+                generator = self.noise_generators.on(flat.device)
+                noise = torch.randn(flat.shape, generator=generator, dtype=flat.dtype, device=flat.device)
+                flat = flat + self.noise_multiplier * self.max_grad_norm * noise
+            if distributed:
+                torch.distributed.all_reduce(flat)  # sum of every rank's clipped sums + one noise draw
+            flat = flat / self._expected_batch_size
         offset = 0
         for p in params:
             p.grad = flat[offset : offset + p.numel()].view_as(p).to(p.dtype)
             offset += p.numel()
+
+    def overwritten_gradients(self) -> list[nn.Parameter]:
+        """The private parameters: their gradients become the noised clipped sum, all-reduced here."""
+        return list(self.engine.params)
 
     def close(self) -> None:
         self.engine.close()

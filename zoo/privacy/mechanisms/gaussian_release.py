@@ -15,6 +15,7 @@ from torch import Tensor
 from zoo.privacy.accounting import calibrate_noise_multiplier
 from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
+from zoo.privacy.precision import noise_dtype
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import (
     check_accountant,
@@ -73,6 +74,7 @@ def gaussian_release(
     else:
         sigma = check_positive(noise_multiplier, "noise_multiplier")
     generator = generator or private_generator()
+    statistic = statistic.to(noise_dtype(statistic.dtype))
     noise = torch.randn(statistic.shape, generator=generator, dtype=statistic.dtype).to(statistic.device)
     entry = LedgerEntry(
         mechanism="gaussian",

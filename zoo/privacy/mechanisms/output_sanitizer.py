@@ -27,7 +27,8 @@ from zoo.errors import UserError
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.private_helpers import step_noise_multiplier, step_sensitivity, term_noise_multiplier
-from zoo.privacy.randomness import private_generator
+from zoo.privacy.precision import at_least_float32, mechanism_arithmetic
+from zoo.privacy.randomness import DeviceGenerators, private_generator
 from zoo.privacy.validation import check_positive, check_sample_rate
 
 
@@ -122,7 +123,7 @@ class GradientSanitizer:
         if loss_reduction not in ("mean", "sum"):
             raise UserError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
         self.loss_reduction = loss_reduction
-        self.generator = generator or private_generator()
+        self.generators = DeviceGenerators(generator or private_generator())
         self.rows_sanitized = 0
 
     def __call__(self, tensor: Tensor) -> Tensor:
@@ -131,15 +132,19 @@ class GradientSanitizer:
         return _Sanitize.apply(tensor, self)
 
     def sanitize_gradient(self, grad: Tensor) -> Tensor:
+        """Each row clipped to C and noised, in float32 or wider whatever ``grad``'s dtype (a bf16 generator
+        under autocast): autograd rounds the noised rows back to that dtype, which is post-processing."""
         rows = grad.shape[0]
         scale = rows if self.loss_reduction == "mean" else 1
-        per_row = grad * scale
-        norms = per_row.flatten(1).norm(dim=1)
-        clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
-        per_row = per_row * clip.view(-1, *([1] * (grad.dim() - 1)))
-        noise = torch.randn(grad.shape, generator=self.generator, dtype=grad.dtype).to(grad.device)  # CPU generator
-        self.rows_sanitized += rows
-        return (per_row + self.noise_multiplier * self.max_grad_norm * noise) / scale
+        with mechanism_arithmetic():
+            per_row = at_least_float32(grad) * scale
+            norms = per_row.flatten(1).norm(dim=1)
+            clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
+            per_row = per_row * clip.view(-1, *([1] * (grad.dim() - 1)))
+            generator = self.generators.on(per_row.device)
+            noise = torch.randn(per_row.shape, generator=generator, dtype=per_row.dtype, device=per_row.device)
+            self.rows_sanitized += rows
+            return (per_row + self.noise_multiplier * self.max_grad_norm * noise) / scale
 
 
 class _Sanitize(torch.autograd.Function):
