@@ -84,7 +84,7 @@ def _refuse_existing(path: Path, option: str, overwrite: bool) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from zoo.train import train_folder
+    from zoo.folder_training import train_folder
 
     options = ("delta", "out", "max_steps", "license", "convert", "channels", "image_size", "init_from", "overwrite")
     classes = args.classes.split(",") if args.classes else None

@@ -27,7 +27,7 @@ LAYERS = (
     ("zoo.release", "zoo.training", "zoo.shapes", "zoo.recipe_cli", "lightning_modules.parts"),
     ("zoo.metrics", "zoo.base_weights", "zoo.estimate"),
     ("zoo.finetuning", "zoo.fit"),
-    ("zoo.train",),
+    ("zoo.folder_training",),
     ("zoo.cli", "zoo"),
     ("lightning_modules",),
 )

@@ -1,8 +1,11 @@
 """Sampling, fine-tuning, the CLI commands around checkpoints, and the real Hub round trip."""
 
+import importlib
 import os
+import pkgutil
 import shutil
 import socket
+import types
 import uuid
 
 import pytest
@@ -241,3 +244,13 @@ def test_push_and_pull_through_the_real_hub(tmp_path):
     finally:
         api.delete_repo(repo_id)
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_the_api_functions_stay_functions_after_dpzoo_train_has_run():
+    """A submodule named like an API function (the folder command once lived in zoo/train.py) is bound over the
+    function when imported: ``zoo.train(model, data, budget)`` then raised "'module' object is not callable"."""
+    submodules = {module.name for module in pkgutil.iter_modules(zoo.__path__)}
+    assert not submodules & set(zoo.__all__)
+    importlib.import_module("zoo.folder_training")  # what dpzoo train imports
+    for name in zoo.__all__:
+        assert callable(getattr(zoo, name)) and not isinstance(getattr(zoo, name), types.ModuleType), name
