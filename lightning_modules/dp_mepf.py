@@ -66,12 +66,17 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         learning_rate: float = 0.001,
         lr_decay: float = 0.9,
         decay_every: int = 500,
+        balanced_labels: bool = False,
+        residual_average_lr: float | None = None,
+        final_decay: float | None = None,
     ) -> None:
         """``network``'s blocks ``blocks`` (EfficientNet-Lite0: 0–6) read images resized to ``input_size``
         (grey repeated to three channels). The parts' weights (``mean_weight``, ``second_weight`` for the
         squared outputs, ``pixel_weight`` for ``pixel_features`` random Fourier features of the pixels at
         ``pixel_kernel_width``) are normalised to unit L2 norm: they split the one release's noise. The
-        generator is built as DP-MERF's (``nets.generators.build_generator``)."""
+        generator is built as DP-MERF's (``nets.generators.build_generator``; ``"upsampling"`` is the official
+        DP-MEPF generator) and fitted as ``parts.mean_embedding`` describes (``balanced_labels``,
+        ``residual_average_lr``, ``final_decay``)."""
         super().__init__()
         self.save_hyperparameters()
         self.num_classes = num_classes
@@ -91,6 +96,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
             generator, code_dim, num_classes, image_shape, hidden, channels, kernel_size, batch_norm, generator_width
         )
         self.register_buffer("released_embedding", torch.zeros(self.features.features, num_classes))
+        self.init_matching()
 
     def stages(self, datamodule: Any) -> list[Stage]:
         self.features.check_available()
@@ -150,8 +156,8 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         return {part: round(self.features.weights[part], 4) for part in self.features.part_sizes}
 
     def training_step(self, step: Tensor, batch_idx: int) -> Tensor:
-        loss = self.embedding_distance()
-        self.log("embedding_distance", loss, prog_bar=True)
+        loss, distance = self.embedding_loss()
+        self.log("embedding_distance", distance, prog_bar=True)
         return loss
 
     @classmethod

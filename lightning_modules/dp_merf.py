@@ -56,6 +56,9 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         learning_rate: float = 0.01,
         lr_decay: float = 0.9,
         decay_every: int = 600,
+        balanced_labels: bool = False,
+        residual_average_lr: float | None = None,
+        final_decay: float | None = None,
         warm_start: dict[str, Any] | None = None,
     ) -> None:
         """Official MNIST defaults: 10,000 features, kernel width √105 (Fashion-MNIST √127; the
@@ -66,7 +69,8 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         ``batch_norm`` shape it); ``"dcgan"`` or ``"resnet"`` take GS-WGAN's conditional generators of
         width ``generator_width`` instead (``lightning_modules.nets.dcgan``), for larger colour images.
         ``warm_start``: release central images first and fit the generator to them before the embedding
-        (``lightning_modules.parts.central_images.WarmStart``; None: start from scratch)."""
+        (``lightning_modules.parts.central_images.WarmStart``; None: start from scratch). ``balanced_labels``,
+        ``residual_average_lr`` and ``final_decay`` choose how the generator is fitted (``parts.mean_embedding``)."""
         super().__init__()
         self.save_hyperparameters()
         self.num_classes = num_classes
@@ -75,6 +79,7 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
             generator, code_dim, num_classes, image_shape, hidden, channels, kernel_size, batch_norm, generator_width
         )
         self.register_buffer("released_embedding", torch.zeros(features, num_classes))
+        self.init_matching()
         self.init_warm_start()
 
     def stages(self, datamodule: Any) -> list[Stage]:
@@ -112,8 +117,8 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
     def training_step(self, step: Tensor, batch_idx: int) -> Tensor:
         if self.in_warm_start():
             return self.warm_start_step(step)
-        loss = self.embedding_distance()
-        self.log("embedding_distance", loss, prog_bar=True)
+        loss, distance = self.embedding_loss()
+        self.log("embedding_distance", distance, prog_bar=True)
         return loss
 
     @classmethod

@@ -68,6 +68,18 @@ class ZeroGradient(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.0)
 
 
+class StopAfter(pl.Callback):
+    """Saves a checkpoint after ``steps`` steps and stops, as an interrupted run would."""
+
+    def __init__(self, path, steps):
+        self.path, self.steps = path, steps
+
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step == self.steps:
+            trainer.save_checkpoint(self.path)
+            trainer.should_stop = True
+
+
 class GradientRecorder(pl.Callback):
     """Keeps a copy of every private gradient the optimizer receives (after DPCallback)."""
 

@@ -4,7 +4,8 @@ protected image): one run prints the validation CNN CAS (and optionally the Ince
 As experiments/dp_merf/dp_merf_validation.py: the labelled embedding of 5,000 of the 10,000 validation images
 that every recipe holds out gets the noise that the release over N private images would carry at the
 target ε (std σ/(w_k N) on part k's mean, σ calibrated by PRV at sensitivity 1); DPMEPF's generator is
-fitted to it; a CNN (DP-LFlow E.4) trained on 10,000 samples is tested on the other 5,000 validation images.
+fitted to it; a CNN (DP-LFlow E.4) trained on 10,000 samples is tested on the other 5,000 validation images,
+whose two halves also give the gap ratios (experiments/dp_mepf/gap_ratio.py) of 2,500 samples.
 Any DPMEPF argument can be set with --arch key=value (YAML values).
 
     python experiments/dp_mepf/dp_mepf_validation.py --dataset mnist --eps 1 --steps 1000
@@ -26,11 +27,13 @@ from torchvision.utils import save_image
 from tqdm import trange
 
 from lightning_modules.dp_mepf import DPMEPF
+from lightning_modules.nets.perceptual_features import PerceptualFeatures
 from lightning_modules.nets.random_features import labelled_embedding
 from zoo.metrics import fidelity_metrics
 from zoo.privacy import calibrate_noise_multiplier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: the probes' shared protocol
+from dp_mepf.gap_ratio import gap_ratios  # noqa: E402
 from validation_halves import held_out_cnn_accuracy, validation_halves  # noqa: E402
 
 
@@ -44,6 +47,7 @@ def main() -> None:
     parser.add_argument("--private_n", type=int, default=50000, help="size of the private set the noise stands for")
     parser.add_argument("--grid", default=None, help="also save 10 samples per class here (a PNG) to look at")
     parser.add_argument("--fid", type=int, default=None, help="also the Inception FID of this many samples")
+    parser.add_argument("--gap_every", type=int, default=0, help="print the gap ratios every this many steps")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     (embedded_images, embedded_labels), held_out = validation_halves(args.dataset)
@@ -57,25 +61,23 @@ def main() -> None:
         mean = labelled_embedding(features, embedded_labels, 10) / len(embedded_labels)
         noise = torch.randn(mean.shape, dtype=torch.float64) * sigma / (args.private_n * weights)
         model.released_embedding.copy_(mean + noise)
-    optimizers = model.configure_optimizers()
-    optimizer, schedule = optimizers["optimizer"], optimizers["lr_scheduler"]["scheduler"]
-    for _ in trange(args.steps, desc="fitting the generator"):
-        loss = model.embedding_distance()
+    gaps = GapProbe(model, held_out)
+    optimizer, schedule = model.matching_optimizer(args.steps)
+    for step in trange(1, args.steps + 1, desc="fitting the generator"):
+        loss, _ = model.embedding_loss()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         schedule.step()
-    model.eval()
-    with torch.no_grad():
-        sample_labels = torch.arange(10_000) % 10
-        samples = torch.cat(
-            [model.generate(1000, sample_labels[i : i + 1000], torch.default_generator) for i in range(0, 10_000, 1000)]
-        )
+        if args.gap_every and step % args.gap_every == 0 and step < args.steps:
+            print(json.dumps({"step": step, **gaps(draw_samples(model, 2500))}), flush=True)
+    samples, sample_labels = draw_samples(model, 10_000)
     if args.grid:
         save_image(samples[:100], args.grid, nrow=10)
     report = {
         **vars(args),
         "sigma": round(sigma, 3),
+        **gaps((samples, sample_labels)),
         "cas_cnn_val": round(held_out_cnn_accuracy(samples, sample_labels, held_out), 2),
     }
     if args.fid:
@@ -83,6 +85,43 @@ def main() -> None:
             fidelity_metrics(samples[: args.fid], held_out[0], ("fid",), args.dataset)["fid"]["value"], 1
         )
     print(json.dumps({**report, "secs": round(time.time() - start)}))
+
+
+def draw_samples(model: DPMEPF, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` samples in balanced classes, the generator in evaluation mode, and their labels."""
+    model.eval()
+    labels = torch.arange(n) % 10
+    with torch.no_grad():
+        samples = torch.cat(
+            [model.generate(1000, labels[i : i + 1000], torch.default_generator) for i in range(0, n, 1000)]
+        )
+    model.train()
+    return samples, labels
+
+
+class GapProbe:
+    """Gap ratios of samples against the two halves of the held-out images (never the embedded half), on the
+    model's own blocks and on a fixed reference (EfficientNet-Lite0 blocks 0-4 at 64×64, finer than the
+    shipped recipes' features) so that settings with different features compare."""
+
+    def __init__(self, model: DPMEPF, held_out: tuple[torch.Tensor, torch.Tensor]) -> None:
+        images, labels = held_out
+        half = len(labels) // 2
+        self.real_a, self.real_b = (images[:half], labels[:half]), (images[half:], labels[half:])
+        shape = tuple(images.shape[1:])
+        self.probes = {
+            "gap_own": model.features,
+            "gap_ref": PerceptualFeatures(shape, blocks=(0, 1, 2, 3, 4), input_size=64),
+        }
+
+    def __call__(self, samples: tuple[torch.Tensor, torch.Tensor]) -> dict[str, list[float]]:
+        size = len(self.real_b[1])
+        return {
+            name: [
+                round(g, 2) for g in gap_ratios(f, self.real_a, self.real_b, (samples[0][:size], samples[1][:size]), 10)
+            ]
+            for name, f in self.probes.items()
+        }
 
 
 if __name__ == "__main__":

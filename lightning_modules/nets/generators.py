@@ -1,5 +1,6 @@
-"""The conditional generators that methods fit to released statistics (DP-MERF, DP-Kernel), by kind:
-``"conv"`` is DP-MERF's official generator, the others GS-WGAN's DCGAN/ResNet generators."""
+"""The conditional generators that methods fit to released statistics (DP-MERF, DP-Kernel, DP-MEPF), by kind:
+``"conv"`` is DP-MERF's official generator, ``"upsampling"`` DP-MEPF's official ResNet generator (no
+checkerboard), the others GS-WGAN's DCGAN/ResNet generators."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from torch import Tensor, nn
 from lightning_modules.nets.conditional_generator import ConditionalConvGenerator
 from lightning_modules.nets.dcgan import GENERATORS
 from lightning_modules.nets.random_features import labelled_embedding
+from lightning_modules.nets.upsampling_generator import UpsamplingResNetGenerator
 from zoo.errors import UserError
 
-GENERATOR_KINDS = ("conv", *GENERATORS)
+GENERATOR_KINDS = ("conv", "upsampling", *GENERATORS)
 
 
 def build_generator(
@@ -28,11 +30,13 @@ def build_generator(
     width: int,
 ) -> nn.Module:
     """The conditional generator ``kind``: the official DP-MERF one shaped by ``hidden``, ``channels``,
-    ``kernel_size`` and ``batch_norm``, or a DCGAN/ResNet one of ``width``."""
+    ``kernel_size`` and ``batch_norm``, or an upsampling/DCGAN/ResNet one of ``width``."""
     if kind not in GENERATOR_KINDS:
-        raise UserError(f"generator must be 'conv' or one of {sorted(GENERATORS)}, got {kind!r}")
+        raise UserError(f"generator must be one of {list(GENERATOR_KINDS)}, got {kind!r}")
     if kind == "conv":
         return ConditionalConvGenerator(code_dim, num_classes, hidden, channels, kernel_size, image_shape, batch_norm)
+    if kind == "upsampling":
+        return UpsamplingResNetGenerator(code_dim, num_classes, width, image_shape)
     return GENERATORS[kind](code_dim, num_classes, width, image_shape)
 
 
@@ -50,9 +54,14 @@ def generated_embedding(
     size: int,
     feature_map: Callable[[Tensor], Tensor],
     device: torch.device | str = "cpu",
+    balanced: bool = False,
 ) -> Tensor:
-    """(1/size)·Σ_j φ(G(z_j, c_j)) ⊗ e_{c_j} over ``size`` standard normal codes and uniformly drawn
-    labels: the generated side of the embedding distance that DP-MERF and DP-Kernel minimise."""
-    labels = torch.randint(num_classes, (size,), device=device)
+    """(1/size)·Σ_j φ(G(z_j, c_j)) ⊗ e_{c_j} over ``size`` standard normal codes and labels drawn uniformly, or
+    with ``balanced`` every class equally often (a class's share of the batch then never rescales its
+    column): the generated side of the embedding distance that DP-MERF, DP-MEPF and DP-Kernel minimise."""
+    if balanced:
+        labels = torch.arange(size, device=device) % num_classes
+    else:
+        labels = torch.randint(num_classes, (size,), device=device)
     images = generator(torch.randn(size, code_dim, device=device), labels)
     return labelled_embedding(feature_map(images), labels, num_classes) / size

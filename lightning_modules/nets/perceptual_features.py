@@ -90,6 +90,12 @@ class PerceptualFeatures(nn.Module):
             parts.append(self.pixels(images.flatten(1)))
         return torch.cat(parts, 1)
 
+    def unit_blocks(self, images: Tensor) -> list[Tensor]:
+        """Each chosen block's flattened output scaled to norm 1 (0 stays 0): the blocks of the ``mean`` part
+        one by one, for diagnostics that compare them block by block."""
+        images = images.reshape(len(images), *self.image_shape).float()
+        return [o / o.norm(dim=1, keepdim=True).clamp_min(1e-30) for o in self._block_outputs(images, self.network)]
+
     def _block_outputs(self, images: Tensor, network: nn.Module) -> list[Tensor]:
         network = network.to(images.device)
         if images.shape[1] == 1:

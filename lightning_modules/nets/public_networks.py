@@ -62,10 +62,13 @@ class PublicNetwork:
         )
 
     def architecture(self) -> nn.Module:
-        """The timm network without weights, frozen and in evaluation mode (its shapes need no wheel)."""
+        """The timm network without weights, frozen and in evaluation mode (its shapes need no wheel). Its random
+        initialisation draws from a forked random state: whether and when the network is built (before a release,
+        or at a resumed fit's first step) never moves the draws of the training around it."""
         import timm
 
-        return timm.create_model(self.timm_name, pretrained=False).eval().requires_grad_(False)
+        with torch.random.fork_rng(devices=[]):
+            return timm.create_model(self.timm_name, pretrained=False).eval().requires_grad_(False)
 
     def load(self) -> nn.Module:
         """The network with the wheel's weights, frozen and in evaluation mode; the digest is checked first."""

@@ -13,11 +13,13 @@ from dp_accounting import pld
 import zoo
 from lightning_modules import DPMEPF
 from lightning_modules.nets import public_networks
+from lightning_modules.nets.generators import generated_embedding
 from lightning_modules.nets.perceptual_features import PerceptualFeatures
 from lightning_modules.nets.public_networks import MissingFeatureNetwork, public_network
 from lightning_modules.nets.random_features import labelled_embedding
+from lightning_modules.parts.mean_embedding import linear_tail
 from tests.folders import write_image_folder
-from tests.toys import released_statistic
+from tests.toys import StopAfter, released_statistic
 from zoo.cli import main
 from zoo.data import PublicData
 from zoo.methods import toy_images
@@ -89,21 +91,76 @@ def test_training_leaves_the_public_network_as_loaded_and_out_of_the_saved_weigh
     assert torch.equal(loaded.sample(6, labels=labels, seed=1), model.sample(6, labels=labels, seed=1))
 
 
+def fitted_distance(model: DPMEPF, generator: torch.nn.Module) -> float:
+    """‖released − the embedding of 300 samples in balanced classes‖, the generator in evaluation mode."""
+    mode = generator.training
+    generator.eval()
+    with torch.no_grad():
+        labels = torch.arange(300) % 3
+        codes = torch.randn(300, model.hparams.code_dim, generator=torch.Generator().manual_seed(1))
+        fitted = labelled_embedding(model.features(generator(codes, labels)), labels, 3) / 300
+    generator.train(mode)
+    return (model.released_embedding - fitted).norm().item()
+
+
 def test_the_generator_learns_the_released_embedding():
     torch.manual_seed(0)
     model = DPMEPF(**{**TINY, "learning_rate": 0.05})
     untrained = copy.deepcopy(model.generator)
     train(model, toy_images(), DPBudget(target_epsilon=50.0, noise_seed=0), max_steps=100, **QUIET)
 
-    def distance(generator):
-        with torch.no_grad():
-            labels = torch.arange(300) % 3
-            codes = torch.randn(300, model.hparams.code_dim, generator=torch.Generator().manual_seed(1))
-            images = generator(codes, labels)
-            fitted = labelled_embedding(model.features(images), labels, 3) / 300
-        return (model.released_embedding - fitted).norm().item()
+    assert fitted_distance(model, model.generator) < 0.7 * fitted_distance(model, untrained)
 
-    assert distance(model.generator) < 0.7 * distance(untrained)
+
+def test_the_official_fitting_options_learn_the_embedding_and_stay_out_of_the_release(tmp_path):
+    """Balanced labels, GFMN's residual average and a constant rate with a linear tail: the generator
+    still learns the released embedding, the averaged residual is a training parameter only, and the
+    rate ends at 0."""
+    torch.manual_seed(0)
+    options = dict(generator="upsampling", generator_width=4, balanced_labels=True, final_decay=0.5)
+    model = DPMEPF(**{**TINY, **options, "learning_rate": 0.02, "residual_average_lr": 0.1})
+    untrained = copy.deepcopy(model.generator)
+    train(model, toy_images(), DPBudget(target_epsilon=50.0, noise_seed=0), max_steps=100, **QUIET)
+    assert fitted_distance(model, model.generator) < 0.7 * fitted_distance(model, untrained)
+    assert model.residual_average.abs().sum() > 0
+    assert model.trainer.optimizers[0].param_groups[0]["lr"] == 0.0
+    saved = save_pretrained(model, tmp_path / "m")
+    loaded = from_pretrained(saved)
+    labels = torch.arange(6) % 3
+    assert torch.equal(loaded.sample(6, labels=labels, seed=1), model.sample(6, labels=labels, seed=1))
+
+
+def test_an_interrupted_fit_resumes_without_a_second_release_and_ends_as_one_long_run(tmp_path):
+    """Two runs in a row release what one long run releases, and the resume spends no ε: the embedding comes back
+    from the checkpoint, never drawn again."""
+    options = {**TINY, "generator": "upsampling", "generator_width": 4, "residual_average_lr": 0.01, "final_decay": 0.5}
+    data, privacy = toy_images(), dict(target_epsilon=5.0, noise_seed=0)
+
+    def fit(callbacks=(), ckpt_path=None, seed=0):
+        torch.manual_seed(seed)
+        model = DPMEPF(**options)
+        train(model, data, DPBudget(**privacy), callbacks=list(callbacks), ckpt_path=ckpt_path, max_steps=8, **QUIET)
+        return model
+
+    whole = fit()
+    fit([StopAfter(tmp_path / "run.ckpt", 3)])
+    resumed = fit(ckpt_path=str(tmp_path / "run.ckpt"), seed=1)
+    (entry,) = resumed.privacy_ledger.entries  # written by the interrupted run, restored, not drawn again
+    assert entry.to_dict() | {"created": None} == whole.privacy_ledger.entries[0].to_dict() | {"created": None}
+    assert torch.equal(resumed.released_embedding, whole.released_embedding)
+    for name, tensor in whole.generator.state_dict().items():
+        assert torch.equal(resumed.generator.state_dict()[name], tensor), name
+
+
+def test_balanced_labels_give_every_class_the_same_share_of_the_batch():
+    seen = []
+    generated_embedding(lambda code, labels: seen.append(labels) or code, 2, 3, 12, lambda x: x, balanced=True)
+    assert torch.bincount(seen[0]).tolist() == [4, 4, 4]
+
+
+def test_linear_tail_holds_the_rate_then_decays_it_to_zero():
+    factor = linear_tail(100, 0.25)
+    assert [factor(s) for s in (0, 75, 90, 100)] == pytest.approx([1.0, 1.0, 0.4, 0.0])
 
 
 @pytest.fixture

@@ -100,5 +100,5 @@ def test_gs_wgans_generators_fit_colour_images_and_reload(generator, tmp_path):
 
 
 def test_an_unknown_generator_is_refused_before_any_work():
-    with pytest.raises(ValueError, match="generator must be 'conv' or one of"):
+    with pytest.raises(ValueError, match="generator must be one of"):
         DPMERF(**{**TINY, "generator": "unet"})

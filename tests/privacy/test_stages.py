@@ -1,10 +1,10 @@
 """Plans of stages with one ledger and one budget: releases, private steps, public steps, helpers, resume."""
 
 import pytest
-import pytorch_lightning as pl
 import torch
 from torch import nn
 
+from tests.toys import StopAfter
 from zoo.data import TensorDataModule
 from zoo.methods import DPGenerativeModel, toy_images
 from zoo.privacy import DPBudget, PrivacyBudgetExhausted, PrivacyConfigError, epsilon_spent
@@ -145,18 +145,6 @@ def test_helper_steps_train_helpers_and_may_not_change_what_is_released():
 def test_plans_that_cannot_be_calibrated_are_refused(stages, privacy, message):
     with pytest.raises(PrivacyConfigError, match=message):
         check_plan(stages, DPBudget(**privacy))
-
-
-class StopAfter(pl.Callback):
-    """Saves a checkpoint after ``steps`` steps and stops, as an interrupted run would."""
-
-    def __init__(self, path, steps):
-        self.path, self.steps = path, steps
-
-    def on_train_batch_end(self, trainer, *args):
-        if trainer.global_step == self.steps:
-            trainer.save_checkpoint(self.path)
-            trainer.should_stop = True
 
 
 def test_resume_skips_finished_stages_and_continues_the_budget(tmp_path):
