@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 ROW_SUFFIXES = (".csv", ".npy", ".png")
 DEVICE_HELP = "cpu (default), cuda, cuda:N, mps, or auto (cuda when there is one): where the model samples"
+#: the exit status of a command ended by Ctrl-C, as the shell gives it (128 + SIGINT)
+INTERRUPTED = 130
 
 
 #: `dpzoo list`'s FID column: the metric of each feature extractor, and its name there
@@ -84,13 +86,32 @@ def _refuse_existing(path: Path, option: str, overwrite: bool) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from zoo.folder_training import train_folder
+    from zoo.front_checks import check_train
 
-    options = ("delta", "out", "max_steps", "license", "convert", "channels", "image_size", "init_from", "overwrite")
+    checked = ("delta", "out", "max_steps", "max_time", "channels", "image_size", "init_from", "overwrite")
+    check_train(args.folder, args.method, args.epsilon, **{name: getattr(args, name) for name in checked})
+    from zoo.folder_training import train_folder  # torch and Lightning: only once the options are good
+
+    options = (*checked, "license", "convert")
     classes = args.classes.split(",") if args.classes else None
-    train_folder(
-        args.folder, args.method, args.epsilon, classes=classes, **{name: getattr(args, name) for name in options}
+    return _until_interrupted(
+        "train",
+        lambda: train_folder(
+            args.folder, args.method, args.epsilon, classes=classes, **{name: getattr(args, name) for name in options}
+        ),
     )
+
+
+def _until_interrupted(command: str, run: Callable[[], object]) -> int:
+    """Run ``dpzoo train`` or ``fit``; Ctrl-C ends it in one line (``zoo.fit.TrainingInterrupted``: what was saved
+    and the command that resumes), with the shell's status for an interrupted command."""
+    from zoo.fit import TrainingInterrupted
+
+    try:
+        run()
+    except TrainingInterrupted as interruption:
+        print(f"dpzoo {command}: {interruption}", file=sys.stderr)
+        return INTERRUPTED
     return 0
 
 
@@ -102,10 +123,14 @@ def _sample(args: argparse.Namespace) -> int:
             f"{', '.join(ROW_SUFFIXES)} (rows); got {out.suffix or 'no suffix'!r}"
         )
     _refuse_existing(out, "--out", args.overwrite)
-    labels = _labels(args.labels) if args.labels else None
-    from zoo.release.loading import load
+    from zoo.front_checks import check_labels, parse_labels
+    from zoo.release.layout import load_config
+    from zoo.release.loading import load, resolve
 
-    model = load(args.model, device=_device(args.device))
+    labels = parse_labels(args.labels) if args.labels else None
+    folder = resolve(args.model)  # an unknown id, and labels the model lacks, before torch and the weights
+    check_labels(labels, args.n, load_config(folder))
+    model = load(folder, device=_device(args.device))
     samples = model.sample(args.n, labels=labels, seed=args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     if model.sample_kind == "rows":
@@ -121,14 +146,6 @@ def _sample(args: argparse.Namespace) -> int:
         for result in evaluation["results"]:
             print(f"  {result['metric_name']}: {result['metric_value']}")
     return 0
-
-
-def _labels(text: str) -> list[int]:
-    """``--labels 3,3,7``: one class index per sample."""
-    try:
-        return [int(v) for v in text.split(",")]
-    except ValueError:
-        raise UserError(f"--labels must be comma-separated class indices (3,3,7), got {text!r}") from None
 
 
 def _device(name: str) -> str:
@@ -172,27 +189,35 @@ def _evaluate(args: argparse.Namespace) -> int:
     import json
     import shlex
 
-    from zoo.metrics import evaluate, record_evaluation
-    from zoo.metrics.publication import check_publishable, check_reference_publishable
-    from zoo.metrics.records import check_card_takes, check_model_held_out
-    from zoo.metrics.reference import TRAIN, training_split_reason
-    from zoo.release.evaluation_results import evaluator_of
-    from zoo.release.layout import path_argument
+    from zoo.front_checks import check_label, own_dataset
+    from zoo.release.layout import load_config, path_argument
     from zoo.release.loading import resolve
 
     metrics = tuple(args.metrics.split(",")) if args.metrics else None
     if args.json:
         _refuse_existing(Path(args.json), "--json", args.overwrite)
+    folder = resolve(args.model)  # an unknown id, a missing dataset or a label the model lacks: before torch
+    config = load_config(folder)
+    dataset = args.dataset or own_dataset(config, args.model)
+    check_label(args.label, config)
+    if not args.dataset:
+        print(f"dataset: {dataset}, the data {args.model} was trained on (its config.json)")
+        args.argv = [*args.argv, "--dataset", dataset]  # as a card records the command
+
+    from zoo.metrics import evaluate, record_evaluation
+    from zoo.metrics.publication import check_publishable, check_reference_publishable
+    from zoo.metrics.records import check_card_takes, check_model_held_out
+    from zoo.metrics.reference import TRAIN, training_split_reason
+    from zoo.release.evaluation_results import evaluator_of
+
     if args.write_card:
         check_publishable(metrics or ())  # before any work
         if args.reference == TRAIN:
-            check_reference_publishable(training_split_reason(args.dataset))
-    folder = resolve(args.model)
-    if args.write_card:
-        protocol = {"dataset": args.dataset, "seed": args.seed, "label": args.label}
+            check_reference_publishable(training_split_reason(dataset))
+        protocol = {"dataset": dataset, "seed": args.seed, "label": args.label}
         given = {"num_samples": args.num_samples} if args.num_samples is not None else {}
         check_card_takes(folder, {**protocol, **given}, args.replace_evaluation)
-        check_model_held_out(folder, args.dataset, args.reference)
+        check_model_held_out(folder, dataset, args.reference)
     options = {
         "runs": args.runs,
         "epochs": args.epochs,
@@ -203,7 +228,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     }
     evaluation = evaluate(
         folder,
-        args.dataset,
+        dataset,
         metrics=metrics,
         num_samples=args.num_samples,
         seed=args.seed,
@@ -350,6 +375,11 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     train.add_argument("--delta", type=float, default=1e-5, help="δ (default: 1e-5)")
     train.add_argument("--out", default=None, help="model folder to write (default: out/<folder>-<method>)")
     train.add_argument("--max-steps", type=int, default=None, help="bound the run: training steps (default: recipe's)")
+    train.add_argument(
+        "--max-time",
+        default=None,
+        help="bound each training stage's time (90s, 10m, 2h, 1h30m): as many steps as fit, said at the end",
+    )
     train.add_argument("--license", default=None, help="the licence of the release, stated on the card (default: none)")
     train.add_argument(
         "--convert",
@@ -397,9 +427,10 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     evaluate.add_argument("model", help="model id, folder, or hf-hub:org/name")
     evaluate.add_argument(
         "--dataset",
-        default="mnist",
-        help="real data to compare with: a named dataset, or an image folder (evaluated on its test/ part); "
-        "default: mnist",
+        default=None,
+        help="real data to compare with: a named dataset, or an image folder (evaluated on its test/ part, or the "
+        "held-out part its model recorded); default: the named dataset the model was trained on, as its config.json "
+        "records it (a model trained on your own folder needs the folder given)",
     )
     evaluate.add_argument(
         "--reference",
@@ -474,14 +505,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "fit":
             from zoo.fit import run_fit
 
-            run_fit(argv[1:])
-            return 0
+            return _until_interrupted("fit", lambda: run_fit(argv[1:]))
         args = build_parser(list_metrics=command == "evaluate" and ("-h" in argv or "--help" in argv)).parse_args(argv)
         args.argv = argv
         return args.run(args)
     except UserError as error:
         print(f"dpzoo {command}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before any training (``zoo.fit`` answers it during training)
+        print(f"dpzoo {command}: interrupted; nothing was saved", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

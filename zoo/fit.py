@@ -11,18 +11,27 @@ the data's image shape and class count (``zoo.shapes``) unless the command line 
 model records the folder's description (``ImageFolderDataModule.card_data``). ``dpzoo train`` runs
 through ``run_fit`` too (``zoo.train``).
 
+Ctrl-C ends a run in one line (``TrainingInterrupted``): during a stage's training steps it stops after the step,
+saving a Lightning checkpoint beside the model folder (``<save_pretrained>.interrupted.ckpt``) and printing the
+command that resumes it (``--ckpt_path``, ``zoo.training``: no stage before it is run again, so nothing is spent
+twice); anywhere else it stops at once, and nothing is saved.
+
 Under DDP (``--trainer.strategy ddp --trainer.devices N``) Lightning re-runs the whole command in every
 process: every rank trains, and only global rank 0 saves and prints (:func:`say`); the other ranks
-return the model they trained without writing anything."""
+return the model they trained without writing anything. Ctrl-C then stops at once on every rank."""
 
 from __future__ import annotations
 
 import shlex
+import signal
+import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from pytorch_lightning import LightningDataModule
+from pytorch_lightning import Callback, LightningDataModule, LightningModule, Trainer
 from pytorch_lightning.utilities import rank_zero_only
 
 from zoo.base_weights import check_base, note_in_ledger, start_from
@@ -47,6 +56,88 @@ def say(*lines: str) -> None:
     print(*lines, sep="\n", flush=True)
 
 
+class TrainingInterrupted(BaseException):
+    """Ctrl-C during ``run_fit``, in one line: what was saved and how to resume. A BaseException, as KeyboardInterrupt
+    is, so that no ``except Exception`` (the estimate's) goes on after it; not a KeyboardInterrupt, which Lightning
+    answers with its own shutdown message and exit status."""
+
+
+class Interruption(Callback):
+    """SIGINT while ``run_fit`` runs (a context manager around it, and a callback of every stage's Trainer).
+
+    During a stage's training steps the first Ctrl-C is kept until the step ends: the next step's start saves a
+    Lightning checkpoint (weights, optimiser, loops, ledger and stage: each step's ε is counted before its update,
+    so they agree) and stops the whole plan; a second Ctrl-C stops at once. Anywhere else (parsing, the estimate,
+    a Release stage, saving), or without a ``checkpoint`` path, or under DDP, it stops at once and saves nothing."""
+
+    def __init__(self, checkpoint: Path | None, resume: str) -> None:
+        self.checkpoint, self.resume = checkpoint, resume
+        self.stepping = self.requested = False
+        #: why a run that saves its model keeps no checkpoint, said when it is interrupted
+        self.unsaved = ""
+        self._previous: Any = None
+
+    def __enter__(self) -> Interruption:
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self.stepping and not self.requested:
+            self.requested = True
+            print(
+                "stopping after this step to save a checkpoint (Ctrl-C again stops at once, saving nothing)",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        again = "interrupted again: stopped at once" if self.requested else "interrupted"
+        raise TrainingInterrupted(f"{again}; nothing was saved" + (f" ({self.unsaved})" if self.unsaved else ""))
+
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self.stepping = self.checkpoint is not None and trainer.world_size == 1
+
+    def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self.stepping = False
+
+    def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
+        self.stepping = False
+
+    def on_train_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int) -> None:
+        if not self.requested:
+            return
+        assert self.checkpoint is not None
+        trainer.save_checkpoint(self.checkpoint, weights_only=False)  # optimiser, loops and callbacks too
+        raise TrainingInterrupted(
+            f"interrupted after step {trainer.global_step}: saved {self.checkpoint}; resume with "
+            f"{self.resume} --ckpt_path {shlex.quote(str(self.checkpoint))}"
+        )
+
+
+def interrupted_checkpoint(save_pretrained: str | Path) -> Path:
+    """Where an interrupted run that would save its model in ``save_pretrained`` keeps its checkpoint: beside it,
+    never inside (the model folder holds a model's files only, ``zoo.release.save_target``)."""
+    folder = Path(save_pretrained)
+    return folder.with_name(f"{folder.name}.interrupted.ckpt")
+
+
+def resume_command(argv: Sequence[str]) -> str:
+    """``dpzoo fit`` with ``argv``, less any ``--ckpt_path`` (the command that resumes adds its own)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip or arg.startswith("--ckpt_path="):
+            skip = False
+        elif arg == "--ckpt_path":
+            skip = True
+        else:
+            kept.append(arg)
+    return "dpzoo fit " + shlex.join(kept)
+
+
 def fit_flag(name: str, value: Any) -> str:
     """An image folder's option as ``dpzoo fit`` takes it (``zoo.data.folder_check`` spells fixes with it)."""
     return f"--data.init_args.{name} {value}"
@@ -56,12 +147,27 @@ def run_fit(
     argv: Sequence[str], recorded: dict[str, Any] | None = None, before_training: BeforeTraining | None = None
 ) -> DPGenerativeModel:
     """``argv`` are LightningCLI arguments after ``fit`` (``--config recipe.yaml``, overrides, ...). ``recorded``
-    replaces what the saved model records of its recipe (``config``, ``command``, ``selection``)."""
+    replaces what the saved model records of its recipe (``config``, ``command``, ``selection``). Ctrl-C raises
+    ``TrainingInterrupted`` (the module docstring)."""
+    with Interruption(None, resume_command(argv)) as interruption:
+        return _run_fit(argv, recorded, before_training, interruption)
+
+
+def _run_fit(
+    argv: Sequence[str],
+    recorded: dict[str, Any] | None,
+    before_training: BeforeTraining | None,
+    interruption: Interruption,
+) -> DPGenerativeModel:
     recipe = parse_recipe(argv)
     options = recipe.options
     check_buffer_sync(recipe.trainer_options.get("strategy"))
     if options.get("save_pretrained"):
         check_save_target(options["save_pretrained"], overwrite=options.get("overwrite", False))
+        if options.get("per_class"):
+            interruption.unsaved = "a model trained per class cannot resume mid-plan yet"  # zoo.training
+        else:
+            interruption.checkpoint = interrupted_checkpoint(options["save_pretrained"])
     try:
         model = _model_for_data(recipe.model, recipe.data, options.get("per_class") or 0, command_line_keys(argv))
     except FolderProblems as problems:
@@ -81,7 +187,7 @@ def run_fit(
             model,
             recipe.data,
             recipe.budget,
-            callbacks=recipe.callbacks,
+            callbacks=[*recipe.callbacks, interruption],
             ckpt_path=options.get("ckpt_path"),
             **recipe.trainer_options,
         )

@@ -1,6 +1,8 @@
 """``dpzoo train FOLDER --method M --epsilon E``: one command for the common case.
 
-The folder is checked once (every problem at once, each fix a flag to paste: ``zoo.data.folder_check``),
+The options are checked first (``zoo.front_checks``, which the command line runs before importing this module),
+then the folder once (every problem at once, each fix a flag to paste: ``zoo.data.folder_check``; too few classes
+or images per class among them),
 the method's recipe chosen for its images in the open (``zoo.recipes``), and before any training a summary
 says what will be used: images per class, sizes, what reading does to them, the held-out part (a folder
 without ``test/`` keeps one, chosen by a hash of the file names), and an estimated time from a measured
@@ -9,8 +11,8 @@ the ε spent and the card's place are printed."""
 
 from __future__ import annotations
 
+import inspect
 import json
-import math
 import shlex
 import warnings
 from collections import Counter
@@ -26,28 +28,35 @@ from zoo.data.conversion import check_convert, preprocessing_sentence
 from zoo.data.folder_check import (
     FolderProblems,
     PartFacts,
+    check_class_folders,
+    class_problems,
     common_channels,
     common_size,
     folder_problems,
     ignored_line,
     inspect_part,
 )
-from zoo.data.folders import folder_parts, hashed_below, held_out_indices, subset
-from zoo.errors import UserError
+from zoo.data.folders import IMAGE_SUFFIXES, folder_parts, hashed_below, held_out_indices, subset
 from zoo.fit import run_fit, say
+from zoo.front_checks import DEFAULT_DELTA, check_train, parse_duration
 from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import Budget
 from zoo.recipes import Choice, Problem, choose_recipe
-from zoo.release.hub import check_save_target
 from zoo.release.layout import CARD_NAME
-from zoo.release.loading import resolve
 
 #: the fraction of each class a folder without test/ keeps out of training, and the seed of its hash
 HELD_OUT = 0.1
 SPLIT_SEED = 0
-DEFAULT_DELTA = 1e-5
 #: the validation share an image folder keeps when the recipe reads it (ImageFolderDataModule's default)
 VALIDATION = 0.1
+
+
+def lightning_duration(seconds: float) -> str:
+    """Seconds as Lightning's ``max_time`` takes them: DD:HH:MM:SS."""
+    minutes, second = divmod(round(seconds), 60)
+    hours, minute = divmod(minutes, 60)
+    days, hour = divmod(hours, 24)
+    return f"{days:02d}:{hour:02d}:{minute:02d}:{second:02d}"
 
 
 def train_flag(name: str, value: Any) -> str:
@@ -63,6 +72,7 @@ def train_folder(
     delta: float = DEFAULT_DELTA,
     out: str | None = None,
     max_steps: int | None = None,
+    max_time: str | None = None,
     license: str | None = None,
     convert: str | None = None,
     channels: int | None = None,
@@ -72,13 +82,25 @@ def train_folder(
     classes: Sequence[str] | None = None,
 ) -> Path:
     """Train ``method`` at (``epsilon``, ``delta``) on the image folder ``folder`` and save it in ``out``
-    (default ``out/<folder>-<method>``); returns the model folder. Every bad input is refused before any work."""
-    _check_options(method, epsilon, delta, max_steps, channels, image_size)
+    (default ``out/<folder>-<method>``); returns the model folder. Every bad input is refused before any work, and
+    before the summary."""
+    target = check_train(
+        folder,
+        method,
+        epsilon,
+        delta=delta,
+        out=out,
+        max_steps=max_steps,
+        max_time=max_time,
+        channels=channels,
+        image_size=image_size,
+        init_from=init_from,
+        overwrite=overwrite,
+    )
     check_convert(convert)
-    if init_from:
-        resolve(init_from)
     root = Path(folder).expanduser()
-    target = check_save_target(Path(out) if out else Path("out") / f"{root.resolve().name}-{method}", overwrite)
+    if not classes:  # a class given by --classes may hold no images: the class counts below refuse it
+        check_class_folders(root, IMAGE_SUFFIXES)
     train_part, test_part = folder_parts(root, classes)
     parts = [train_part, *([test_part] if test_part else [])]
     inspected = [inspect_part(part) for part in parts]
@@ -88,12 +110,15 @@ def train_folder(
     problems = folder_problems(inspected, choice.size if isinstance(choice, Choice) else None, channels, convert)
     if isinstance(choice, Problem):
         problems.append(choice)
+    held_out = held_out_indices(train_part, HELD_OUT, SPLIT_SEED) if test_part is None else []
+    trained = Counter(train_part.labels[i] for i in sorted(set(range(len(train_part.files))) - set(held_out)))
+    conditional = "num_classes" in inspect.signature(method_class(method)).parameters
+    problems += class_problems(train_part, trained, method, conditional)
     if problems:
         raise FolderProblems(problems, parts, train_flag)
     assert isinstance(choice, Choice)
     used_channels = channels or common_channels(facts)
-    held_out = held_out_indices(train_part, HELD_OUT, SPLIT_SEED) if test_part is None else []
-    say(_summary(root, inspected, choice, used_channels, convert, held_out))  # type: ignore[arg-type]
+    say(_summary(root, inspected, choice, used_channels, convert, held_out, trained))  # type: ignore[arg-type]
     argv = [
         *("--config", str(choice.recipe.path), "--images", str(root)),
         *("--data.init_args.image_size", str(list(choice.size)), "--data.init_args.channels", str(used_channels)),
@@ -103,6 +128,7 @@ def train_folder(
         *(() if choice.recipe.validates else ("--data.init_args.validation_size", "0")),
         *("--privacy.init_args.target_epsilon", str(epsilon), "--privacy.init_args.delta", str(delta)),
         *(("--trainer.max_steps", str(max_steps)) if max_steps else ()),
+        *(("--trainer.max_time", lightning_duration(parse_duration(max_time))) if max_time else ()),
         *("--save_pretrained", str(target), "--selection", _selection(choice)),
         *(("--license", license) if license else ()),
         *(("--init_from", init_from) if init_from else ()),
@@ -110,10 +136,15 @@ def train_folder(
     ]
     command = _command(root, method, epsilon, delta, max_steps, license, convert, channels, image_size, init_from)
     command += f" --classes {shlex.quote(','.join(classes))}" if classes else ""
+    command += f" --max-time {shlex.quote(max_time)}" if max_time else ""
     recorded = {"config": f"configs/{choice.recipe.path.name}", "command": command}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*: ignored \d+ files? that", category=UserWarning)  # named above
-        model = run_fit(argv, recorded=recorded, before_training=_print_estimate)
+        model = run_fit(argv, recorded=recorded, before_training=_before_training)
+    if max_time:
+        planned = max_steps or (choice.recipe.settings.get("trainer") or {}).get("max_steps")
+        of_planned = f" of the {planned:,} planned" if planned else ""
+        say(f"--max-time {max_time}: the last stage trained {model.trainer.global_step:,}{of_planned} steps")
     say(
         *model.privacy_ledger.summary_lines(),
         f"  ({root.resolve().name} is local:… there: this machine's name for its images, which says nothing about "
@@ -123,23 +154,6 @@ def train_folder(
     return target
 
 
-def _check_options(
-    method: str, epsilon: float, delta: float, max_steps: int | None, channels: int | None, image_size: int | None
-) -> None:
-    cls = method_class(method)
-    if cls.sample_kind != "images" or method == "per-class":
-        raise UserError(f"dpzoo train trains image methods on image folders; {method} is not one")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
-        raise UserError(f"--epsilon must be a finite number > 0, got {epsilon!r}")
-    if not 0 < delta < 1:
-        raise UserError(f"--delta must lie in (0, 1), got {delta!r}")
-    for flag, value in (("--max-steps", max_steps), ("--image-size", image_size)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise UserError(f"{flag} must be a positive integer, got {value!r}")
-    if channels not in (None, 1, 3):
-        raise UserError(f"--channels must be 1 (grey) or 3 (RGB), got {channels!r}")
-
-
 def _summary(
     root: Path,
     inspected: list[PartFacts],
@@ -147,11 +161,11 @@ def _summary(
     channels: int,
     convert: str | None,
     held_out: list[int],
+    trained: Counter[int],
 ) -> str:
-    """The data as it will be used, before any work."""
+    """The data as it will be used, before any work (``trained``: the training images of each class)."""
     train = inspected[0].part
     test = inspected[1].part if len(inspected) > 1 else subset(train, held_out)
-    trained = Counter(train.labels[i] for i in sorted(set(range(len(train.files))) - set(held_out)))
     kept = Counter(test.labels)
     width = max(len("class"), *(len(name) for name in train.classes)) + 2
     layout = "train/ and test/" if len(inspected) > 1 else "one folder per class, no test/"
@@ -189,11 +203,16 @@ def _summary(
     return "\n".join(lines)
 
 
-def _print_estimate(
+def _before_training(
     model: DPGenerativeModel, datamodule: LightningDataModule, budget: Budget | None, trainer_options: dict[str, Any]
 ) -> None:
+    """Before any training: the forecast of how much of the release is noise (``zoo.forecast``), then the time."""
     from zoo.estimate import estimate_time
+    from zoo.forecast import forecast_for
 
+    forecast = forecast_for(model, datamodule, budget)
+    if forecast is not None:
+        say(*forecast.lines)
     say("measuring the rate of a few steps on stand-in images…")
     try:
         estimate = estimate_time(model, datamodule, budget, trainer_options)

@@ -79,7 +79,8 @@ def _resize_hint(name: str, shape: Any) -> str:
     if name != "image_shape" or shape is None:
         return ""
     channels, height, width = shape
-    return f" (or resize the data to the model's: image_size=({height}, {width}), channels={channels})"
+    flags = f"; dpzoo train: --image-size {height} --channels {channels}" if height == width else ""
+    return f" (or resize the data to the model's: image_size=({height}, {width}), channels={channels}{flags})"
 
 
 def _describe(arguments: dict[str, Any]) -> str:

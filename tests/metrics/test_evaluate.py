@@ -86,6 +86,8 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     argv = [
         "evaluate",
         str(folder),
+        "--dataset",
+        "mnist",
         "--metrics",
         "fid_lenet",
         "--num-samples",
@@ -107,7 +109,7 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     unnamed = ToyData(TensorDataset(torch.rand(64, 1, 28, 28), torch.zeros(64)), 0.25, "toy-28")
     tiny_trainer([DPCallback(noise_multiplier=1.0, accountant="rdp")], 2).fit(model, unnamed)
     unchecked = save_pretrained(model, tmp_path / "unnamed")
-    assert main(["evaluate", str(unchecked), "--metrics", "fid_lenet", "--write-card"]) == 2
+    assert main(["evaluate", str(unchecked), "--dataset", "mnist", "--metrics", "fid_lenet", "--write-card"]) == 2
     assert "nothing shows these images are not among them" in capsys.readouterr().err
 
 

@@ -89,3 +89,35 @@ def test_a_recipes_bad_value_is_answered_in_the_classs_own_words(capsys, tmp_pat
     missing = tmp_path / "missing"
     assert main([*recipe, "--images", str(missing)]) == 2
     assert f"error: no image folder at {missing}" in capsys.readouterr().err
+
+
+def test_evaluate_compares_with_the_models_own_data_unless_told(monkeypatch, capsys):
+    """--dataset defaults to the named dataset config.json's ledger records (a folder model must name its folder:
+    tests/zoo/test_fast_refusals.py), and the help says so instead of naming mnist."""
+    given = {}
+
+    def recording_evaluate(model, dataset, **kwargs):
+        given["dataset"] = dataset
+        return {"results": {}}
+
+    monkeypatch.setattr("zoo.metrics.evaluate", recording_evaluate)
+    assert main(["evaluate", "dp-merf-fashion-mnist-eps1", "--metrics", "fid_lenet"]) == 0
+    assert given["dataset"] == "fashion_mnist"
+    assert "dataset: fashion_mnist, the data dp-merf-fashion-mnist-eps1 was trained on" in capsys.readouterr().out
+    assert main(["evaluate", "dp-merf-fashion-mnist-eps1", "--dataset", "mnist", "--metrics", "fid_lenet"]) == 0
+    assert given["dataset"] == "mnist" and "dataset:" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "default: mnist" not in out and "default: the named dataset the model was trained on" in out
+
+
+def test_ctrl_c_outside_training_ends_in_one_line(monkeypatch, tmp_path, capsys):
+    """Ctrl-C with no training under way: no traceback, the shell's status for an interrupted command (130)."""
+
+    def pressed(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("zoo.release.loading.resolve", pressed)
+    assert main(["sample", "dp-merf-mnist-eps1", "--out", str(tmp_path / "grid.png")]) == 130
+    assert capsys.readouterr().err == "dpzoo sample: interrupted; nothing was saved\n"

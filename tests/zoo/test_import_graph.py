@@ -25,7 +25,7 @@ LAYERS = (
     ("zoo.stages",),
     ("zoo.methods", "zoo.recipes"),
     ("zoo.release", "zoo.training", "zoo.shapes", "zoo.recipe_cli", "lightning_modules.parts"),
-    ("zoo.metrics", "zoo.base_weights", "zoo.estimate"),
+    ("zoo.metrics", "zoo.base_weights", "zoo.estimate", "zoo.front_checks", "zoo.forecast"),
     ("zoo.finetuning", "zoo.fit"),
     ("zoo.folder_training",),
     ("zoo.cli", "zoo"),

@@ -84,7 +84,9 @@ def test_dpzoo_fit_builds_the_recipe_for_the_folder_then_evaluate_and_finetune_i
 def test_finetune_refuses_data_of_another_shape_before_any_training(folder):
     model = tiny_private_flow()  # 1×8×8
     with pytest.raises(
-        DataShapeError, match=r"takes 1×8×8 images, the data has 3×24×36.*image_size=\(8, 8\), channels=1"
+        DataShapeError,
+        match=r"takes 1×8×8 images, the data has 3×24×36.*image_size=\(8, 8\), channels=1; "
+        r"dpzoo train: --image-size 8 --channels 1",
     ):
         zoo.finetune(model, ImageFolderDataModule(str(folder)), target_epsilon=1.0, max_steps=1)
     assert len(model.privacy_ledger.entries) == 1

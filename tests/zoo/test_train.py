@@ -3,17 +3,22 @@ every problem with the flag that fixes it, ``--convert`` reads the mess and says
 part travels with the model, and a tiny run of train then evaluate uses it."""
 
 import json
+import re
 import shutil
+import time
 
 import pytest
 import yaml
 from PIL import Image
 
-from tests.folders import CORRUPT, MESSY_CLASSES, write_messy_folder
+from tests.folders import CORRUPT, MESSY_CLASSES, write_image_folder, write_messy_folder
 from zoo import recipes
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule, ImageFolderError
+from zoo.data.folder_check import MIN_IMAGES_PER_CLASS
 from zoo.data.folders import folder_parts, held_out_indices, read_part, subset
+from zoo.errors import UserError
+from zoo.front_checks import parse_duration
 from zoo.privacy import record_index
 from zoo.recipes import Choice, Problem, choose_recipe
 
@@ -122,6 +127,8 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
         f"held out for evaluation: {held} images (each image with chance 10%, by a hash of its own name)",
         f"training: {48 - held} images",
         "recipe: configs/dp_merf_cifar10_eps1.yaml: dp-merf's recipe for colour images (CIFAR-10, 32×32)",
+        "forecast: at ε = 1 each class's mean carries noise",
+        "the release will be mostly noise",
         "estimated time: about",
         "privacy: (ε = 0.99",
         f"card: {out / 'README.md'}",
@@ -170,3 +177,47 @@ def test_the_recipe_is_chosen_for_the_images_and_a_misfit_is_refused_with_option
     assert isinstance(only_grey, Problem) and only_grey.fixes[0].options == (("channels", 1),)
     assert main(["train", str(tmp_path), *TRAIN[:3], "0"]) == 2
     assert "--epsilon must be a finite number > 0" in capsys.readouterr().err
+
+
+def test_too_few_classes_or_images_and_imageless_class_folders_are_refused_before_the_summary(tmp_path, capsys):
+    """One class for a class-conditional method, a class below MIN_IMAGES_PER_CLASS training images, and every
+    class folder that holds no image (a folder of text files: all named in one report), before the summary."""
+    one = write_image_folder(tmp_path / "one", per_class=14, size=(32, 32), classes=("cats",))
+    few = write_image_folder(tmp_path / "few", per_class=14, size=(32, 32))
+    for image in sorted((few / "dogs").iterdir())[3:]:
+        image.unlink()
+    texts = tmp_path / "texts"
+    for name in ("a", "b", "c"):
+        (texts / name).mkdir(parents=True)
+        (texts / name / "notes.txt").write_text("not an image")
+    refused = {
+        one: "one class (cats): dp-merf is class-conditional and needs at least 2: add a folder per class",
+        few: f"1 class with fewer than {MIN_IMAGES_PER_CLASS} training images (dogs 3): each image would be a tenth",
+        texts: f"{texts}: 3 class folders hold no images (.png, .jpg, .jpeg, .bmp, .webp): a, b, c",
+    }
+    for folder, words in refused.items():
+        out = tmp_path / "out" / folder.name
+        assert main(["train", str(folder), *TRAIN, "--out", str(out)]) == 2
+        captured = capsys.readouterr()
+        assert words in captured.err and "recipe:" not in captured.out and not out.exists(), folder
+    assert main(["train", str(one), "--method", "dp-lflow", "--epsilon", "1", "--out", str(tmp_path / "x")]) == 2
+    assert "one class" not in capsys.readouterr().err  # an unconditional method takes one class
+
+
+def test_max_time_trains_as_many_steps_as_fit_and_says_how_many(cleaned, tiny_recipes, tmp_path, capsys):
+    out = tmp_path / "timed"
+    train = ["train", str(cleaned), *TRAIN, "--out", str(out), "--convert", "crop", "--channels", "3"]
+    started = time.monotonic()
+    assert main([*train, "--max-time", "2s"]) == 0
+    assert time.monotonic() - started < 120  # the recipe's 2,500 tiny steps alone take longer
+    printed = capsys.readouterr().out
+    steps = int(re.search(r"--max-time 2s: the last stage trained ([\d,]+) of the 2,500 planned steps", printed)[1])
+    assert 0 < steps < 2500
+    assert json.loads((out / "config.json").read_text())["recipe"]["command"].endswith("--max-time 2s")
+
+
+def test_a_duration_is_read_in_seconds_and_a_bad_one_refused():
+    assert [parse_duration(text) for text in ("90s", "10m", "2h", "1h30m", "0.5m")] == [90, 600, 7200, 5400, 30]
+    for bad in ("", "10", "ten minutes", "0s"):
+        with pytest.raises(UserError, match="--max-time"):
+            parse_duration(bad)

@@ -3,7 +3,9 @@ problem between the folder and a model, reported all at once, each with the opti
 
 A fix is an option name and value (``image_size``, ``channels``, ``convert``), spelled for the interface
 the user types in: ``FolderProblems.render`` takes a ``Spelling`` (Python keywords by default, ``dpzoo fit``
-and ``dpzoo train`` flags from their callers), or a shell command where no option helps (an unreadable file).
+and ``dpzoo train`` flags from their callers), or a shell command where no option helps (an unreadable file), or
+advice where neither does (add images). ``dpzoo train`` also refuses a folder too small to train on
+(``class_problems``: one class for a class-conditional method, fewer than ``MIN_IMAGES_PER_CLASS`` per class).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,10 @@ from zoo.errors import UserError
 GREY_MODES = frozenset({"1", "L", "LA", "La", "I", "I;16", "I;16B", "I;16L", "I;16N", "F"})
 PROGRESS_FROM = 2000
 EXAMPLES = 3
+#: the fewest training images ``dpzoo train`` takes for a class: with fewer, each image is a tenth or more of its
+#: class, so a release that protects every image (what (ε, δ) says) leaves the class mostly noise at any useful ε,
+#: and a class that small is more often a stray folder than data
+MIN_IMAGES_PER_CLASS = 10
 
 Spelling = Callable[[str, Any], str]
 
@@ -49,6 +55,8 @@ class Fix:
 
     def render(self, spell: Spelling) -> str:
         text = self.command or " ".join(spell(name, value) for name, value in self.options)
+        if not text:  # advice no option or command gives (add images)
+            return self.what
         return f"`{text}`" + (f" ({self.what})" if self.what else "")
 
 
@@ -215,6 +223,53 @@ def folder_problems(
                 f"grey and colour images mix: {len(grey):,} grey ({_examples(grey, root)}), "
                 f"{len(pairs) - len(grey):,} colour",
                 (Fix((("channels", 3),), "read all as RGB"), Fix((("channels", 1),), "read all as grey")),
+            )
+        )
+    return problems
+
+
+def check_class_folders(root: Path, suffixes: Collection[str]) -> None:
+    """Refuse, in one error, every class folder of ``root`` (its ``train/`` and ``test/`` when it has both) that holds
+    no image file (``suffixes``): the reader (``zoo.data.folders``) stops at the first."""
+    parts = [root / "train", root / "test"] if (root / "train").is_dir() and (root / "test").is_dir() else [root]
+    empty = [
+        folder
+        for part in parts
+        for folder in sorted(Path(entry.path) for entry in os.scandir(part) if entry.is_dir())
+        if not folder.name.startswith(".")
+        and not any(
+            entry.is_file() and not entry.name.startswith(".") and Path(entry.name).suffix.lower() in suffixes
+            for entry in os.scandir(folder)
+        )
+    ]
+    if not empty:
+        return
+    names = ", ".join(_name(folder, root) for folder in empty)
+    raise ImageFolderError(
+        f"{root}: {_count(len(empty), 'class folder')} {'hold' if len(empty) > 1 else 'holds'} no images "
+        f"({', '.join(suffixes)}): {names}; remove them or add images"
+    )
+
+
+def class_problems(part: FolderPart, trained: Counter[int], method: str, conditional: bool) -> list[Problem]:
+    """A folder too small to train ``method`` on: one class where it is class-conditional, and every class with
+    fewer than ``MIN_IMAGES_PER_CLASS`` training images (``trained``: the count of each label that trains)."""
+    problems = []
+    if conditional and len(part.classes) < 2:
+        problems.append(
+            Problem(
+                f"one class ({part.classes[0]}): {method} is class-conditional and needs at least 2",
+                (Fix(what="add a folder per class"), Fix(what="train an unconditional method such as dp-lflow")),
+            )
+        )
+    few = [f"{name} {trained[k]}" for k, name in enumerate(part.classes) if trained[k] < MIN_IMAGES_PER_CLASS]
+    if few:
+        classes = f"{len(few)} class{'es' * (len(few) > 1)}"
+        problems.append(
+            Problem(
+                f"{classes} with fewer than {MIN_IMAGES_PER_CLASS} training images ({', '.join(few)}): each image "
+                "would be a tenth or more of its class, which a private model of it leaves mostly noise",
+                (Fix(what="add images"), Fix(what="move those class folders out (or leave them out of --classes)")),
             )
         )
     return problems

@@ -33,7 +33,6 @@ from zoo.release.layout import (
     SAMPLES_NAME,
     WEIGHTS_NAME,
     CheckpointError,
-    holds_model,
     load_config,
     publishable_command,
     publishable_path,
@@ -41,6 +40,7 @@ from zoo.release.layout import (
     write_config,
 )
 from zoo.release.registry import default_load_name
+from zoo.release.save_target import SaveTargetError, check_save_target
 
 __all__ = [
     "CheckpointError",
@@ -61,10 +61,6 @@ _CLIENT_NETWORK_ERRORS = (
     ("requests", "ConnectionError"),
     ("requests", "Timeout"),
 )
-
-
-class SaveTargetError(CheckpointError):
-    """A folder ``save_pretrained`` must not or cannot write: it already holds a model, or is not writable."""
 
 
 class HubUnavailableError(CheckpointError):
@@ -204,33 +200,6 @@ def save_pretrained(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return directory
-
-
-def check_save_target(directory: str | Path, overwrite: bool = False) -> Path:
-    """``directory`` as a Path if ``save_pretrained`` may write a model there, else a SaveTargetError
-    naming the reason. It writes nothing, so ``dpzoo fit`` calls it before training, not after."""
-    directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise SaveTargetError(f"cannot save a model to {directory}: it is a file, not a folder")
-    if not overwrite and holds_model(directory):
-        raise SaveTargetError(
-            f"{directory} already holds a model; pass overwrite=True (dpzoo fit: --overwrite) to replace it"
-        )
-    for folder in _folders_written(directory):
-        if not folder.is_dir():
-            raise SaveTargetError(f"cannot save a model to {directory}: {folder} is a file, not a folder")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise SaveTargetError(f"cannot save a model to {directory}: {folder} is not writable")
-    return directory
-
-
-def _folders_written(directory: Path) -> list[Path]:
-    """The existing folders a save writes in: the nearest existing ancestor of ``directory.parent``
-    (missing parents are created there, then the staging folder beside ``directory``), and
-    ``directory`` itself when it exists (the files are moved into it)."""
-    parent = directory.parent
-    nearest = next(folder for folder in (parent, *parent.parents) if folder.exists())
-    return [directory, nearest] if directory.is_dir() else [nearest]
 
 
 def from_pretrained(directory: str | Path) -> DPGenerativeModel:

@@ -21,6 +21,7 @@ from zoo.release.registry import (
     model_ids,
     model_index,
     shipped_config_problem,
+    similar_ids,
 )
 
 if TYPE_CHECKING:  # listing and unknown ids stay free of torch
@@ -119,9 +120,10 @@ def _local_folder(name: str | Path) -> Path:
     entry = model_index().get(name)
     if entry is not None:
         return _snapshot(entry["hub_repo"], looked)
-    known = model_ids()
+    known, similar = model_ids(), similar_ids(name)
+    meant = f" (did you mean {' or '.join(similar)}?)" if similar else ""
     raise UnknownModelError(
-        f"unknown model {name!r}: not a folder, not in {checkpoints_dir()} and not a published id. "
+        f"unknown model {name!r}{meant}: not a folder, not in {checkpoints_dir()} and not a published id. "
         f"Known ids: {known or 'none yet'}; a Hub repository is loaded with 'hf-hub:org/name'."
     )
 

@@ -7,6 +7,7 @@ MODEL_CARDS.md, and a test fails while they are stale."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.util
 import json
@@ -123,6 +124,11 @@ def model_ids() -> list[str]:
     guarantee computed, so an unknown id is answered at once."""
     shipped = shipped_ids()
     return shipped + [model_id for model_id in model_index() if model_id not in shipped]
+
+
+def similar_ids(name: str) -> list[str]:
+    """The known ids closest to ``name`` (a typo's likely meaning), the closest first; none when nothing is near."""
+    return difflib.get_close_matches(name, model_ids(), n=3, cutoff=0.6)
 
 
 def default_load_name(model_id: str, directory: str | Path) -> str:

@@ -1,0 +1,105 @@
+"""What the release will look like, said before any training: the noise a method adds against a typical signal.
+
+A one-shot mean-embedding release (DP-MERF, DP-MEPF) adds N(0, σ²) to each of the d coordinates of the sum
+Σ φ(x) ⊗ e_y (each record's term of norm ≤ 1), with σ the one Gaussian that spends (ε, δ). Class c's mean then
+carries noise of norm σ·√d / n_c, against a class mean whose norm is typically ``CLASS_MEAN_NORMS`` (measured on a
+named dataset's public test images: ``experiments/forecast/class_mean_norms.py``). Their ratio is the forecast's
+signal-to-noise: below 1 the generator is fitted mostly to noise, whatever the training length.
+
+The forecast reads nothing of the private images but the counts per class the data owner already sees in the
+summary; it is printed for them and never published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: the median norm of one class's mean of the released features, on 2,000 public test images of the named
+#: dataset each recipe family was chosen on (python experiments/forecast/class_mean_norms.py
+#: configs/dp_merf_mnist_eps1.yaml configs/dp_merf_cifar10_eps1.yaml configs/dp_mepf_mnist_eps1.yaml
+#: configs/dp_mepf_cifar10_eps10.yaml); keyed by (method, channels)
+CLASS_MEAN_NORMS = {
+    ("dp-merf", 1): 0.376,
+    ("dp-merf", 3): 0.662,
+    ("dp-mepf", 1): 0.863,
+    ("dp-mepf", 3): 0.829,
+}
+#: below this signal-to-noise the release is mostly noise; above CLEAR, noise is a small part of it
+MOSTLY_NOISE = 1.0
+CLEAR = 3.0
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """The smallest class's signal-to-noise, and the sentences that say what it means and what would change it."""
+
+    signal_to_noise: float
+    lines: tuple[str, ...]
+
+    @property
+    def mostly_noise(self) -> bool:
+        return self.signal_to_noise < MOSTLY_NOISE
+
+
+def mean_embedding_forecast(
+    method: str,
+    channels: int,
+    epsilon: float,
+    delta: float,
+    images_per_class: Sequence[int],
+    features: int,
+    from_base: bool = False,
+) -> Forecast | None:
+    """The forecast of a one-shot release of ``features`` coordinates at (``epsilon``, ``delta``) over classes of
+    ``images_per_class`` training images (``from_base``: the generator starts from a public base); None for a
+    method without a measured typical signal."""
+    from zoo.privacy.accounting import calibrate_noise_multiplier, epsilon_spent
+
+    signal = CLASS_MEAN_NORMS.get((method, channels))
+    if signal is None or not images_per_class:
+        return None
+    sigma = calibrate_noise_multiplier(epsilon, delta, 1.0, 1, "prv", [])
+    smallest = min(images_per_class)
+    ratio = signal * smallest / (sigma * features**0.5)
+    verdict = _verdict(ratio)
+    lines = [
+        f"forecast: at ε = {epsilon:g} each class's mean carries noise of norm {sigma * features**0.5 / smallest:.3g} "
+        f"(σ = {sigma:.3g} on {features:,} features, {smallest:,} images in the smallest class) against a typical "
+        f"class mean of norm {signal:.2g}: signal-to-noise {ratio:.2g}, {verdict}",
+    ]
+    if ratio < CLEAR:
+        needed_images = int(CLEAR * sigma * features**0.5 / signal) + 1
+        clear_sigma = signal * smallest / (CLEAR * features**0.5)
+        needed_epsilon = epsilon_spent([(clear_sigma, 1.0, 1)], delta, "pld")  # PRV gives out at large ε
+        changes = [f"{needed_images:,} images per class at this ε", f"ε ≈ {needed_epsilon:.3g} with these images"]
+        if not from_base:
+            changes.append("a public base to fine-tune from (--init-from)")
+        lines.append(f"  to reach signal-to-noise {CLEAR:g}: {'; or '.join(changes)}; or fewer, larger classes")
+    return Forecast(ratio, tuple(lines))
+
+
+def forecast_for(model: Any, datamodule: Any, budget: Any) -> Forecast | None:
+    """The forecast of ``model``'s release on ``datamodule``'s training images under ``budget``; None for a
+    method that releases no mean embedding, or a budget with no target ε."""
+    import torch
+
+    embedding = getattr(model, "released_embedding", None)
+    if embedding is None or getattr(budget, "target_epsilon", None) is None:
+        return None
+    datamodule.setup("fit")
+    counts = torch.bincount(datamodule.train_set.tensors[1].long(), minlength=model.num_classes).tolist()
+    from_base = bool(model.privacy_ledger is not None and model.privacy_ledger.public_data)
+    channels = int(model.hparams.image_shape[0])
+    return mean_embedding_forecast(
+        model.method, channels, budget.target_epsilon, budget.delta, counts, int(embedding.shape[0]), from_base
+    )
+
+
+def _verdict(ratio: float) -> str:
+    if ratio < MOSTLY_NOISE:
+        return "the release will be mostly noise: expect samples that do not look like your images"
+    if ratio < CLEAR:
+        return "noisy: expect blurred class averages more than varied images"
+    return "the noise is a small part of the release"

@@ -1,0 +1,163 @@
+"""The checks of what a user gives that need no torch, so that ``dpzoo train``, ``sample`` and ``evaluate`` answer
+a bad value in seconds: the command line runs them before it imports torch and Lightning, whose import alone takes
+a minute or more on a loaded machine. ``zoo.folder_training.train_folder`` runs the same checks for Python callers.
+
+Only the standard library and the light parts of ``zoo.release`` (a model's config.json, its id, the output
+folder) are imported here."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from zoo.errors import MissingFileError, UnknownModelError, UserError
+from zoo.release.loading import resolve
+from zoo.release.save_target import check_save_target
+
+#: the recipes ``dpzoo train`` chooses from (``zoo.recipes``): configs/<method>_<dataset>_eps<ε>.yaml for the named
+#: image datasets
+RECIPES = Path(__file__).resolve().parents[1] / "configs"
+IMAGE_RECIPE = re.compile(r"(?P<method>.+?)_(?:cifar10|mnist|fashion_mnist)_eps[^_]+\.yaml")
+DEFAULT_DELTA = 1e-5
+#: the prefix of a dataset id the local record index names (a user's folder), never a dataset evaluate knows by name
+LOCAL_PREFIX = "local:"
+
+
+def check_budget(epsilon: Any, delta: Any) -> None:
+    """ε finite and positive, δ in (0, 1)."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
+        raise UserError(f"--epsilon must be a finite number > 0, got {epsilon!r}")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
+        raise UserError(f"--delta must lie in (0, 1), got {delta!r}")
+
+
+def parse_duration(text: str) -> float:
+    """``--max-time``: ``90s``, ``10m``, ``2h`` or ``1h30m``, in seconds."""
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?", text.strip())
+    if not text.strip() or parts is None:
+        raise UserError(f"--max-time is a duration such as 90s, 10m, 2h or 1h30m, got {text!r}")
+    hours, minutes, seconds = (float(value or 0) for value in parts.groups())
+    total = 3600 * hours + 60 * minutes + seconds
+    if total < 1:
+        raise UserError(f"--max-time must be at least 1 second, got {text!r}")
+    return total
+
+
+def check_positive(flag: str, value: Any) -> None:
+    """``value`` is None (not given) or an integer of at least 1."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise UserError(f"{flag} must be a positive integer, got {value!r}")
+
+
+def image_methods() -> list[str] | None:
+    """The methods ``dpzoo train`` has recipes for, by the recipes' file names; None without the recipes folder
+    (an installed wheel: the recipe choice then says where they are)."""
+    if not RECIPES.is_dir():
+        return None
+    found = (IMAGE_RECIPE.fullmatch(path.name) for path in RECIPES.glob("*.yaml"))
+    return sorted({match["method"].replace("_", "-") for match in found if match})
+
+
+def check_image_method(method: str) -> None:
+    """``method`` is one ``dpzoo train`` has an image recipe for; a typo gets the nearest names."""
+    methods = image_methods()
+    if methods is None or method in methods:
+        return
+    similar = difflib.get_close_matches(method, methods, n=2, cutoff=0.7)
+    meant = f" (did you mean {' or '.join(similar)}?)" if similar else ""
+    raise UnknownModelError(
+        f"--method {method}{meant}: dpzoo train trains the image methods with recipes in {RECIPES}: "
+        f"{', '.join(methods)}"
+    )
+
+
+def default_out(folder: str | Path, method: str) -> Path:
+    """Where ``dpzoo train`` saves the model unless ``--out`` says: ``out/<folder's name>-<method>``."""
+    return Path("out") / f"{Path(folder).expanduser().resolve().name}-{method}"
+
+
+def check_train(
+    folder: str,
+    method: str,
+    epsilon: float,
+    *,
+    delta: float = DEFAULT_DELTA,
+    out: str | None = None,
+    max_steps: int | None = None,
+    max_time: str | None = None,
+    channels: int | None = None,
+    image_size: int | None = None,
+    init_from: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Every option of ``dpzoo train`` that can be checked without reading an image, before any work; returns the
+    folder the model will be saved in (``zoo.release.save_target``: new, empty, or a model's with ``overwrite``)."""
+    check_budget(epsilon, delta)
+    check_positive("--max-steps", max_steps)
+    if max_time is not None:
+        parse_duration(max_time)
+    check_positive("--image-size", image_size)
+    if channels not in (None, 1, 3):
+        raise UserError(f"--channels must be 1 (grey) or 3 (RGB), got {channels!r}")
+    check_image_method(method)
+    root = Path(folder).expanduser()
+    if not root.exists():
+        raise MissingFileError(f"no image folder at {root}")
+    if not root.is_dir():
+        raise UserError(f"{root} is a file; pass the folder that holds one sub-folder per class")
+    if init_from:
+        resolve(init_from)
+    return check_save_target(Path(out) if out else default_out(root, method), overwrite)
+
+
+def parse_labels(text: str) -> list[int]:
+    """``--labels 3,3,7``: one class index per sample."""
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise UserError(f"--labels must be comma-separated class indices (3,3,7), got {text!r}") from None
+
+
+def check_labels(labels: list[int] | None, n: int, config: dict[str, Any]) -> None:
+    """``--labels`` against the model's classes as its config.json names them, before its weights are read; a model
+    whose config.json names no class count is checked by the model itself."""
+    check_positive("--n", n)
+    if labels is None:
+        return
+    if len(labels) != n:
+        raise UserError(f"--labels gives {len(labels)} labels for --n {n}: give one label per sample")
+    for label in labels:
+        check_label(label, config, "--labels")
+
+
+def check_label(label: int | None, config: dict[str, Any], flag: str = "--label") -> None:
+    """A class index within the model's classes (config.json's ``architecture.num_classes``, where it names one)."""
+    classes = config["architecture"].get("num_classes")
+    if label is None or not isinstance(classes, int):
+        return
+    if not 0 <= label < classes:
+        raise UserError(f"{flag} must lie in 0..{classes - 1} (the model's {classes} classes), got {label}")
+
+
+def own_dataset(config: dict[str, Any], model: str) -> str:
+    """The named dataset ``model`` was trained on (its ledger's private dataset ids, as ``mnist/train[...]``):
+    ``dpzoo evaluate``'s default ``--dataset``. A model trained on a folder, or on none or several, needs it given."""
+    ledger = config["privacy_ledger"]
+    ids = sorted({use["dataset_id"] for use in [*ledger["entries"], *ledger.get("pac_releases", [])]})
+    names = {dataset_id.split("/")[0] for dataset_id in ids}
+    if len(names) == 1 and not ids[0].startswith(LOCAL_PREFIX):
+        return names.pop()
+    folder = (config.get("data") or {}).get("name")
+    if folder:
+        trained = f"was trained on the image folder {folder!r}"
+    elif ids:
+        trained = f"was trained on data dpzoo knows by no name ({' and '.join(ids)})"
+    else:
+        trained = "was trained on public data only"
+    raise UserError(
+        f"--dataset is needed: {model} {trained}; pass --dataset with the image folder to compare with (its test/ "
+        "part, or the held-out part the model recorded, is evaluated) or a named dataset"
+    )
