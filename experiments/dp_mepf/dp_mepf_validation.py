@@ -33,7 +33,7 @@ from zoo.metrics import fidelity_metrics
 from zoo.privacy import calibrate_noise_multiplier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: the probes' shared protocol
-from dp_mepf.gap_ratio import gap_ratios  # noqa: E402
+from dp_mepf.gap_ratio import class_means_per_block, gap_ratios  # noqa: E402
 from validation_halves import held_out_cnn_accuracy, validation_halves  # noqa: E402
 
 
@@ -102,24 +102,29 @@ def draw_samples(model: DPMEPF, n: int) -> tuple[torch.Tensor, torch.Tensor]:
 class GapProbe:
     """Gap ratios of samples against the two halves of the held-out images (never the embedded half), on the
     model's own blocks and on a fixed reference (EfficientNet-Lite0 blocks 0-4 at 64×64, finer than the
-    shipped recipes' features) so that settings with different features compare."""
+    shipped recipes' features) so that settings with different features compare; the real halves' class means
+    are computed once."""
 
     def __init__(self, model: DPMEPF, held_out: tuple[torch.Tensor, torch.Tensor]) -> None:
         images, labels = held_out
         half = len(labels) // 2
-        self.real_a, self.real_b = (images[:half], labels[:half]), (images[half:], labels[half:])
+        self.size = len(labels) - half
         shape = tuple(images.shape[1:])
         self.probes = {
             "gap_own": model.features,
             "gap_ref": PerceptualFeatures(shape, blocks=(0, 1, 2, 3, 4), input_size=64),
         }
+        self.real = {
+            name: [
+                class_means_per_block(f, images[part], labels[part], 10) for part in (slice(half), slice(half, None))
+            ]
+            for name, f in self.probes.items()
+        }
 
     def __call__(self, samples: tuple[torch.Tensor, torch.Tensor]) -> dict[str, list[float]]:
-        size = len(self.real_b[1])
+        images, labels = samples[0][: self.size], samples[1][: self.size]
         return {
-            name: [
-                round(g, 2) for g in gap_ratios(f, self.real_a, self.real_b, (samples[0][:size], samples[1][:size]), 10)
-            ]
+            name: [round(g, 2) for g in gap_ratios(*self.real[name], class_means_per_block(f, images, labels, 10))]
             for name, f in self.probes.items()
         }
 

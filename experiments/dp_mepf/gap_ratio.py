@@ -34,15 +34,9 @@ def class_means_per_block(features: PerceptualFeatures, images: Tensor, labels: 
     return [total / counts for total in sums]
 
 
-def gap_ratios(
-    features: PerceptualFeatures,
-    real_a: tuple[Tensor, Tensor],
-    real_b: tuple[Tensor, Tensor],
-    samples: tuple[Tensor, Tensor],
-    classes: int,
-) -> list[float]:
-    """The gap ratio of each of ``features``' blocks, in order; (images, labels) pairs."""
-    a, b, s = (class_means_per_block(features, *data, classes) for data in (real_a, real_b, samples))
+def gap_ratios(a: list[Tensor], b: list[Tensor], s: list[Tensor]) -> list[float]:
+    """The gap ratio of each block, in order, from the class means (``class_means_per_block``) of real halves
+    ``a`` and ``b`` and of the samples ``s``."""
     return [
         float((mean_a - mean_s).square().sum() / (mean_a - mean_b).square().sum())
         for mean_a, mean_b, mean_s in zip(a, b, s, strict=True)
