@@ -63,6 +63,7 @@ def test_ctrl_c_during_dp_sgd_saves_a_checkpoint_that_resumes_without_spending_t
 
 def test_a_second_ctrl_c_or_one_outside_the_steps_stops_at_once_saving_nothing(tmp_path):
     checkpoint = tmp_path / "model.interrupted.ckpt"
+    before = signal.getsignal(signal.SIGINT)  # Python's own, or ignored under nohup
     with Interruption(checkpoint, "dpzoo fit") as interruption:
         with pytest.raises(TrainingInterrupted, match="^interrupted again: stopped at once; nothing was saved$"):
             train(
@@ -81,7 +82,7 @@ def test_a_second_ctrl_c_or_one_outside_the_steps_stops_at_once_saving_nothing(t
         with pytest.raises(TrainingInterrupted, match="^interrupted; nothing was saved$"):
             train(Staged(pressed), toy_images(), DPBudget(**PRIVACY), callbacks=[interruption], max_steps=8, **QUIET)
     assert not checkpoint.exists()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's own again
+    assert signal.getsignal(signal.SIGINT) is before  # the caller's handler again
 
 
 def test_dpzoo_train_interrupted_prints_one_line_and_the_printed_command_resumes_it(tmp_path, monkeypatch, capsys):
