@@ -12,13 +12,17 @@ Inception FID (issue 43), on a CIFAR-10 model:
 
 ``--fid-reference-cost`` times ``fid`` with the shipped reference statistics, then again with none shipped
 or cached (the reference's features extracted, as before they were shipped). ``--inception-throughput N``
-times the Inception pass on N images per layout and batch size, checks that each gives the default's
-features, and prints the bound set by this machine's matrix-multiply speed and the network's FLOPs.
+times the Inception pass on N images per network and batch size: torch-fidelity's module as built, in
+``channels_last``, and dpzoo's pass (``zoo.metrics.inception_fid.inception_extractor``: batch norms folded,
+``channels_last``), under ``torch.no_grad`` as torch-fidelity runs it and once under ``torch.inference_mode``;
+prints how far each moves the features from the module as built, and the bound set by this machine's
+matrix-multiply speed and the network's FLOPs.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import tempfile
 import time
@@ -83,16 +87,20 @@ def fid_reference_cost(model_id: str, dataset: str, num_samples: int) -> None:
 
 
 def inception_throughput(n: int) -> None:
-    """Images per second of the FID Inception per memory layout and batch size, against the FLOP bound."""
+    """Images per second of the FID Inception per network and batch size, against the FLOP bound."""
     from torch.utils.flop_counter import FlopCounterMode
+    from torch_fidelity.utils import create_feature_extractor
 
     from zoo.metrics.fidelity import _offline_weights
-    from zoo.metrics.inception_fid import inception_extractor
+    from zoo.metrics.inception_fid import EXTRACTOR, FEATURE_LAYER, inception_extractor
 
-    extractor = inception_extractor(_offline_weights())
+    weights = _offline_weights()
+    built = create_feature_extractor(
+        EXTRACTOR, [FEATURE_LAYER], cuda=False, feature_extractor_weights_path=weights, verbose=False
+    )
     images = torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        extractor(images[:1])
+        built(images[:1])
     flops = counter.get_total_flops()
     size = 2048
     a, b = torch.randn(size, size), torch.randn(size, size)
@@ -105,18 +113,23 @@ def inception_throughput(n: int) -> None:
         f"{torch.get_num_threads()} threads: matrix multiply {matmul / 1e9:.0f} GFLOP/s; Inception {flops / 1e9:.2f} "
         f"GFLOP per image, so at most {matmul / flops:.1f} images/s"
     )
+    networks = {
+        "as built": built,
+        "channels_last": copy.deepcopy(built).to(memory_format=torch.channels_last),
+        "dpzoo's pass": inception_extractor(weights),
+    }
+    runs = [(name, batch, torch.no_grad) for name in networks for batch in (32, 64, 128)]
+    runs.append(("dpzoo's pass", 64, torch.inference_mode))
     reference = None
-    for layout in (torch.contiguous_format, torch.channels_last):
-        extractor = extractor.to(memory_format=layout)
-        for batch in (32, 64, 128):
-            start = time.perf_counter()
-            with torch.no_grad():
-                features = torch.cat([extractor(images[i : i + batch])[0] for i in range(0, n, batch)])
-            rate = n / (time.perf_counter() - start)
-            reference = features if reference is None else reference
-            moved = (features - reference).abs().max().item()
-            name = str(layout).removeprefix("torch.")
-            print(f"{name:>18}, batch {batch:>3}: {rate:.1f} images/s (features moved {moved:.1e})")
+    for name, batch, mode in runs:
+        start = time.perf_counter()
+        with mode():
+            features = torch.cat([networks[name](images[i : i + batch])[0] for i in range(0, n, batch)])
+        rate = n / (time.perf_counter() - start)
+        reference = features.clone() if reference is None else reference
+        moved = (features - reference).abs().max().item()
+        label = f"{name}, batch {batch}" + (", inference_mode" if mode is torch.inference_mode else "")
+        print(f"{label:>38}: {rate:.1f} images/s (features moved {moved:.1e})", flush=True)
 
 
 if __name__ == "__main__":

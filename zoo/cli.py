@@ -204,11 +204,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"dataset: {dataset}, the data {args.model} was trained on (its config.json)")
         args.argv = [*args.argv, "--dataset", dataset]  # as a card records the command
 
-    from zoo.metrics import evaluate, record_evaluation
+    from zoo.metrics import evaluate, protocol_line, record_evaluation
     from zoo.metrics.publication import check_publishable, check_reference_publishable
     from zoo.metrics.records import check_card_takes, check_model_held_out
     from zoo.metrics.reference import TRAIN, training_split_reason
-    from zoo.release.evaluation_results import evaluator_of
 
     if args.write_card:
         check_publishable(metrics or ())  # before any work
@@ -240,7 +239,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(f"{'metric':<{width}}{'value':>10}{'± std':>9}  protocol")
     for name, result in evaluation["results"].items():
         spread = f"{result['std']:>9.3f}" if "std" in result else " " * 9
-        print(f"{name:<{width}}{result['value']:>10.3f}{spread}  {evaluator_of(result)}")
+        print(f"{name:<{width}}{result['value']:>10.3f}{spread}  {protocol_line(result)}")
     if evaluation.get("not_publishable"):
         reason = evaluation["not_publishable"]
         print(f"against {evaluation['reference']}: a local diagnostic, not for a card ({reason})")

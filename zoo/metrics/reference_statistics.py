@@ -7,10 +7,13 @@ the digest does not depend on how the file was saved). A statistics file is used
 digests match: it cannot stand in for other images or another network.
 
 dpzoo ships the statistics of the reference sets its cards are evaluated against
-(``zoo/metrics/statistics/``), computed by ``zoo.metrics.ship_reference_statistics``, so that such an FID costs only
-the samples' pass; the statistics of any other reference are computed on first use and kept under
-``DPZOO_CACHE_DIR``. Only references outside every shipped model's protected records are shipped:
-a test split, never a training split.
+(``zoo/metrics/statistics/``), computed by ``zoo.metrics.ship_reference_statistics``, and in the same file the
+features of the subset of the reference that KID compares with (``zoo.metrics.inception_fid.kid_subset``: 2,000
+images, 16.4 MB as float32, named by the digest of their own pixels), so that such an FID, and the KID that comes
+beside it below 10,000 samples, cost only the samples' pass; the statistics and KID features of any other reference
+are computed on first use and kept under ``DPZOO_CACHE_DIR``. Only references outside every shipped model's
+protected records are shipped: a test split, never a training split, and a shipped file holds nothing but
+functions of that split (its features' mean and covariance, the features of a subset chosen by a fixed seed).
 
     python -m zoo.metrics.ship_reference_statistics --dataset cifar10 --split test
 """
@@ -35,6 +38,8 @@ from zoo.metrics.uint8_images import pixels_sha256
 
 SHIPPED_DIR = Path(__file__).parent / "statistics"
 FORMAT = "dpzoo-reference-statistics/1"
+#: the optional tensor of a statistics file: the float32 features of the reference's KID subset
+KID_FEATURES = "kid_features"
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,9 @@ class ReferenceStatistics:
         mu = array.mean(axis=0).astype(np.float32)
         return cls(mu, np.cov(array, rowvar=False), len(array), pixels, weights, description)
 
-    def save(self, path: Path) -> None:
-        """Write float32 μ and Σ's upper triangle, with the digests as safetensors metadata."""
+    def save(self, path: Path, kid_features: Tensor | None = None, kid_pixels_sha256: str = "") -> None:
+        """Write float32 μ and Σ's upper triangle, with the digests as safetensors metadata, and optionally the
+        features of the reference's KID subset with the digest of that subset's pixels."""
         upper = np.triu_indices(len(self.mu))
         metadata = {
             "format": FORMAT,
@@ -68,6 +74,11 @@ class ReferenceStatistics:
             "mu": torch.from_numpy(np.ascontiguousarray(self.mu, dtype=np.float32)),
             "sigma_upper": torch.from_numpy(self.sigma[upper].astype(np.float32)),
         }
+        if kid_features is not None:
+            if not kid_pixels_sha256:
+                raise ValueError("KID features are stored with the digest of their images' pixels")
+            tensors[KID_FEATURES] = kid_features.float().contiguous()
+            metadata["kid_pixels_sha256"] = kid_pixels_sha256
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         save_file(tensors, str(partial), metadata=metadata)
@@ -99,6 +110,18 @@ def stored_digests(path: Path) -> tuple[str, str]:
     with safe_open(str(path), framework="pt") as stored:
         metadata = stored.metadata() or {}
     return metadata.get("pixels_sha256", ""), metadata.get("weights_sha256", "")
+
+
+def shipped_kid_features(pixels: str, weights: str) -> Tensor | None:
+    """The shipped float32 features of the KID subset whose uint8 pixels have the digest ``pixels``, computed
+    with the weights whose digest is ``weights``; None when no shipped file holds them."""
+    for path in sorted(SHIPPED_DIR.glob("*.safetensors")):
+        with safe_open(str(path), framework="pt") as stored:
+            metadata = stored.metadata() or {}
+            held = (metadata.get("kid_pixels_sha256"), metadata.get("weights_sha256"))
+            if held == (pixels, weights) and KID_FEATURES in stored.keys():
+                return stored.get_tensor(KID_FEATURES)
+    return None
 
 
 @functools.cache
