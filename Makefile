@@ -22,6 +22,7 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check zoo lightning_modules tests benchmarks experiments
+	$(BIN)/mypy
 	$(BIN)/mkdocs build --strict --site-dir build/site
 	$(BIN)/python -m pytest -n 2
 	$(BIN)/python -m pytest -n 2 -m heavy

@@ -249,6 +249,7 @@ class DP2VAE(HelperParts, _ConditionalVAE):
 @register_method
 class DP2VAEDPEncoder(_ConditionalVAE):
     method = "dp2-vae-dp-encoder"
+    docs_page = "dp2-vae"
 
     def __init__(
         self,

@@ -77,7 +77,15 @@ class DPKernel(CentralImagesWarmStart, DPGenerativeModel):
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.generator = build_generator(
-            generator, code_dim, num_classes, image_shape, hidden, channels, kernel_size, batch_norm, generator_width
+            kind=generator,
+            code_dim=code_dim,
+            num_classes=num_classes,
+            image_shape=image_shape,
+            hidden=hidden,
+            channels=channels,
+            kernel_size=kernel_size,
+            batch_norm=batch_norm,
+            width=generator_width,
         )
         self.init_warm_start()
 

@@ -93,7 +93,15 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
             feature_seed,
         )
         self.generator = build_generator(
-            generator, code_dim, num_classes, image_shape, hidden, channels, kernel_size, batch_norm, generator_width
+            kind=generator,
+            code_dim=code_dim,
+            num_classes=num_classes,
+            image_shape=image_shape,
+            hidden=hidden,
+            channels=channels,
+            kernel_size=kernel_size,
+            batch_norm=batch_norm,
+            width=generator_width,
         )
         self.register_buffer("released_embedding", torch.zeros(self.features.features, num_classes))
         self.init_matching()

@@ -76,7 +76,15 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         self.num_classes = num_classes
         self.features = RandomFourierFeatures(math.prod(image_shape), features, kernel_width, feature_seed)
         self.generator = build_generator(
-            generator, code_dim, num_classes, image_shape, hidden, channels, kernel_size, batch_norm, generator_width
+            kind=generator,
+            code_dim=code_dim,
+            num_classes=num_classes,
+            image_shape=image_shape,
+            hidden=hidden,
+            channels=channels,
+            kernel_size=kernel_size,
+            batch_norm=batch_norm,
+            width=generator_width,
         )
         self.register_buffer("released_embedding", torch.zeros(features, num_classes))
         self.init_matching()

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from lightning_modules.nets.maf import MAF
 from zoo.data.standardisation import Standardisation, private_standardisation
+from zoo.data.table_rows import TableRows
 from zoo.errors import UserError
 from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import DPBudget, PrivacyBarrier
@@ -74,19 +75,20 @@ class DPNF(DPGenerativeModel):
         pretrained model keeps its own standardisation and only trains."""
         releases: list[Stage] = []
         if self.hparams.feature_mean is None:
-            if hasattr(datamodule, "standardisation"):
+            table = isinstance(datamodule, TableRows)
+            if table:
                 if datamodule.features != self.hparams.features:
                     raise UserError(f"the model has {self.hparams.features} features, the table {datamodule.features}")
                 releases.append(Release("standardisation", self._adopt_standardisation))
             if self.hparams.actnorm_init == "private":
-                if not hasattr(datamodule, "train_rows"):
+                if not table:
                     raise UserError("actnorm_init='private' releases statistics of a zoo.data.TableDataModule's rows")
                 if not self.hparams.actnorm:
                     raise UserError("actnorm_init='private' needs actnorm=True")
                 releases.append(Release("ActNorm initialisation", self._initialise_actnorms_privately))
         return [*releases, PrivateSteps("DP-SGD on the flow")]
 
-    def _adopt_standardisation(self, datamodule: Any, budget: DPBudget) -> None:
+    def _adopt_standardisation(self, datamodule: TableRows, budget: DPBudget) -> None:
         standardisation: Standardisation = datamodule.standardisation(budget)
         self.feature_mean.copy_(standardisation.mean)
         self.feature_std.copy_(standardisation.std)
@@ -97,7 +99,7 @@ class DPNF(DPGenerativeModel):
         )
 
     @torch.no_grad()
-    def _initialise_actnorms_privately(self, datamodule: Any, budget: DPBudget) -> None:
+    def _initialise_actnorms_privately(self, datamodule: TableRows, budget: DPBudget) -> None:
         rows = (datamodule.train_rows.to(self.feature_mean) - self.feature_mean) / self.feature_std
         bound = 2 * self.hparams.features**0.5
         for index, block in enumerate(self.flow.blocks):

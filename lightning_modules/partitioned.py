@@ -15,11 +15,15 @@ from torch import Tensor, nn
 from zoo.errors import UserError
 from zoo.methods import DPGenerativeModel, TinyRecipe, method_class, register_method
 from zoo.privacy import PrivacyBarrier, PrivacyConfigError, PrivacyLedger
+from zoo.privacy.private_data import ClassPartitionedData
 
 
 @register_method
 class PerClassModel(DPGenerativeModel):
     method = "per-class"
+    #: DP-LFlow's composition (its Theorem 3.1), documented on its page; a per-class model's row in the model table
+    #: links its base method's page
+    docs_page = "dp-lflow"
     privacy_barrier = PrivacyBarrier.PRIVATE_MODEL
     released_modules = ("parts",)
 
@@ -60,14 +64,13 @@ class PerClassModel(DPGenerativeModel):
     def training_parts(self, datamodule: Any) -> list[tuple[DPGenerativeModel, Any]]:
         """Part k learns from class k of the data: the classes are disjoint, so the parts compose
         in parallel, each at the target."""
-        for_class = getattr(datamodule, "for_class", None)
-        if not callable(for_class):
+        if not isinstance(datamodule, ClassPartitionedData):
             raise PrivacyConfigError(
                 f"a per-class model trains each of its {self.num_classes} class models on that class of the "
                 f"data, so the datamodule must offer for_class(label) (zoo.data.ImageDataModule does); "
                 f"{type(datamodule).__name__} does not."
             )
-        return [(part, for_class(label)) for label, part in enumerate(self.parts)]
+        return [(part, datamodule.for_class(label)) for label, part in enumerate(self.parts)]
 
     def generate(self, n: int, labels: Tensor | None, generator: torch.Generator) -> Tensor:
         assert labels is not None
@@ -82,7 +85,7 @@ class PerClassModel(DPGenerativeModel):
         return out
 
     @property
-    def sample_kind(self) -> str:  # type: ignore[override]
+    def sample_kind(self) -> str:
         return self.parts[0].sample_kind
 
     @classmethod

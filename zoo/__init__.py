@@ -5,6 +5,7 @@ zoo.list_models()                       # ids with method, data and (ε, δ)
 model = zoo.load("some-model-id")       # checkpoints/, the Hugging Face cache, then the Hub
 model = zoo.load("some-model-id", device="cuda")   # on a GPU; samples still come back on the CPU
 images = model.sample(64, seed=0)
+zoo.evaluate_into_card("my-model-folder", "mnist", metrics=("fid_lenet",))   # measured, then on its card
 
 The API is imported on first use, so that ``import zoo`` (and ``dpzoo --help``) stays fast.
 """
@@ -19,6 +20,7 @@ __version__ = "0.1.0"
 _API = {
     "audit": ("zoo.metrics", "membership_audit"),
     "evaluate": ("zoo.metrics", "evaluate"),
+    "evaluate_into_card": ("zoo.metrics.records", "evaluate_into_card"),
     "finetune": ("zoo.finetuning", "finetune"),
     "from_pretrained": ("zoo.release.hub", "from_pretrained"),
     "list_models": ("zoo.release.loading", "list_models"),

@@ -4,8 +4,10 @@ that needs them, so ``dpzoo --help`` answers at once."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,8 +23,9 @@ DEVICE_HELP = "cpu (default), cuda, cuda:N, mps, or auto (cuda when there is one
 INTERRUPTED = 130
 
 
-#: `dpzoo list`'s FID column: the metric of each feature extractor, and its name there
-LIST_FID = {"fid_lenet": "LeNet", "fid": "Inception"}
+#: `dpzoo list`'s metric columns: the headline column of the metrics that fill each (``zoo.release.metric_spec``),
+#: and its header
+LIST_COLUMNS = {"FID": "FID", "CNN CAS": "CAS %"}
 LIST_LEGEND = (
     "FID: Fréchet distance of samples to held-out images, with LeNet (MNIST-like data) or Inception (colour) "
     "features: two scales; lower is better.",
@@ -38,9 +41,9 @@ def _list(args: argparse.Namespace) -> int:
     if not models:
         print("no models yet: train one with `dpzoo fit --config configs/<recipe>.yaml`")
         return 0
-    header = ["model id", "method", "guarantee", "FID", "CAS %", "dataset"]
+    header = ["model id", "method", "guarantee", *LIST_COLUMNS.values(), "dataset"]
     rows = [
-        [m["model_id"], m["method"], m["guarantee"], _fid_cell(m["metrics"]), _cas_cell(m["metrics"]), m["dataset"]]
+        [m["model_id"], m["method"], m["guarantee"], *(_cell(c, m["metrics"]) for c in LIST_COLUMNS), m["dataset"]]
         for m in models
     ]
     widths = [max(len(row[column]) for row in [header, *rows]) + 2 for column in range(len(header) - 1)]
@@ -50,13 +53,15 @@ def _list(args: argparse.Namespace) -> int:
     return _report_verification(models) if args.verify else 0
 
 
-def _fid_cell(metrics: dict[str, float]) -> str:
-    extractor = next((name for name in LIST_FID if name in metrics), None)
-    return f"{metrics[extractor]:.1f} {LIST_FID[extractor]}" if extractor else "-"
+def _cell(column: str, metrics: dict[str, float]) -> str:
+    """The value of the metric that fills ``column`` (one decimal), with what measured it where metrics share it."""
+    from zoo.release.metric_spec import filling
 
-
-def _cas_cell(metrics: dict[str, float]) -> str:
-    return f"{metrics['cas_cnn']:.1f}" if "cas_cnn" in metrics else "-"
+    metric = filling(column, metrics)
+    if metric is None:
+        return "-"
+    measured_by = metric.headline.measured_by  # a metric fills a column by its headline
+    return f"{metrics[metric.name]:.1f}" + (f" {measured_by}" if measured_by else "")
 
 
 def _report_verification(models: list[dict]) -> int:
@@ -86,20 +91,40 @@ def _refuse_existing(path: Path, option: str, overwrite: bool) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from zoo.front_checks import check_train
+    from zoo.train_request import TrainRequest
 
-    checked = ("delta", "out", "max_steps", "max_time", "channels", "image_size", "init_from", "overwrite")
-    check_train(args.folder, args.method, args.epsilon, **{name: getattr(args, name) for name in checked})
-    from zoo.folder_training import train_folder  # torch and Lightning: only once the options are good
+    request = TrainRequest(**{field.name: getattr(args, field.name) for field in fields(TrainRequest)})
+    target = request.check()
+    from zoo.folder_training import train_checked  # torch and Lightning: only once the options are good
 
-    options = (*checked, "license", "convert")
-    classes = args.classes.split(",") if args.classes else None
-    return _until_interrupted(
-        "train",
-        lambda: train_folder(
-            args.folder, args.method, args.epsilon, classes=classes, **{name: getattr(args, name) for name in options}
-        ),
-    )
+    return _until_interrupted("train", lambda: train_checked(request, target))
+
+
+def _fit(argv: list[str]) -> int:
+    """``dpzoo fit ARGS``: the recipe parsed from the command line, run with the options among its settings and the
+    command line itself as its provenance; a folder's fixes spelled as ``dpzoo fit`` takes them."""
+    from zoo.data.folder_check import FolderProblems
+    from zoo.fit import run_recipe
+    from zoo.recipe_cli import parse_recipe
+    from zoo.run_plan import Provenance, RunOptions
+
+    def fit() -> None:
+        try:
+            recipe = parse_recipe(argv)
+            settings = recipe.options
+            configs = [str(config) for config in settings.get("config") or []]
+            config = configs[0] if len(configs) == 1 else configs
+            provenance = Provenance("dpzoo fit " + shlex.join(argv), config, settings.get("selection"))
+            run_recipe(recipe, RunOptions.from_settings(settings), provenance)
+        except FolderProblems as problems:
+            raise FolderProblems(problems.problems, problems.parts, _fit_flag) from None
+
+    return _until_interrupted("fit", fit)
+
+
+def _fit_flag(name: str, value: object) -> str:
+    """An image folder's option as ``dpzoo fit`` takes it (``zoo.data.folder_check`` spells fixes with it)."""
+    return f"--data.init_args.{name} {value}"
 
 
 def _until_interrupted(command: str, run: Callable[[], object]) -> int:
@@ -187,13 +212,11 @@ def _write_rows(rows: torch.Tensor, out: Path) -> None:
 
 def _evaluate(args: argparse.Namespace) -> int:
     import json
-    import shlex
 
     from zoo.front_checks import check_label, own_dataset
-    from zoo.release.layout import load_config, path_argument
+    from zoo.release.layout import load_config
     from zoo.release.loading import resolve
 
-    metrics = tuple(args.metrics.split(",")) if args.metrics else None
     if args.json:
         _refuse_existing(Path(args.json), "--json", args.overwrite)
     folder = resolve(args.model)  # an unknown id, a missing dataset or a label the model lacks: before torch
@@ -202,22 +225,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     check_label(args.label, config)
     if not args.dataset:
         print(f"dataset: {dataset}, the data {args.model} was trained on (its config.json)")
-        args.argv = [*args.argv, "--dataset", dataset]  # as a card records the command
 
-    from zoo.metrics import evaluate, protocol_line, record_evaluation
-    from zoo.metrics.publication import check_publishable, check_reference_publishable
-    from zoo.metrics.records import check_card_takes, check_model_held_out
-    from zoo.metrics.reference import TRAIN, training_split_reason
+    from zoo.metrics import evaluate, protocol_line
+    from zoo.metrics.records import evaluate_into_card
 
-    if args.write_card:
-        check_publishable(metrics or ())  # before any work
-        if args.reference == TRAIN:
-            check_reference_publishable(training_split_reason(dataset))
-        protocol = {"dataset": dataset, "seed": args.seed, "label": args.label}
-        given = {"num_samples": args.num_samples} if args.num_samples is not None else {}
-        check_card_takes(folder, {**protocol, **given}, args.replace_evaluation)
-        check_model_held_out(folder, dataset, args.reference)
-    options = {
+    given = {
+        "metrics": tuple(args.metrics.split(",")) if args.metrics else None,
+        "num_samples": args.num_samples,
+        "seed": args.seed,
+        "device": _device(args.device),
         "runs": args.runs,
         "epochs": args.epochs,
         "feature_extractor_weights_path": args.feature_extractor_weights,
@@ -225,16 +241,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         "split": args.split,
         "reference": args.reference,
     }
-    evaluation = evaluate(
-        folder,
-        dataset,
-        metrics=metrics,
-        num_samples=args.num_samples,
-        seed=args.seed,
-        figures=args.write_card,
-        device=_device(args.device),
-        **{name: value for name, value in options.items() if value is not None},
-    )
+    options = {name: value for name, value in given.items() if value is not None}
+    if args.write_card:
+        evaluation = evaluate_into_card(args.model, dataset, replace=args.replace_evaluation, **options)
+    else:
+        evaluation = evaluate(folder, dataset, **options)
     width = max([len("metric"), *map(len, evaluation["results"])]) + 2
     print(f"{'metric':<{width}}{'value':>10}{'± std':>9}  protocol")
     for name, result in evaluation["results"].items():
@@ -248,33 +259,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.write_card:
-        arguments = (path_argument(argument, _folder_name) for argument in _without_local_report(args.argv))
-        command = "dpzoo " + shlex.join(arguments)
-        record_evaluation(folder, evaluation, command, args.replace_evaluation)
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
-
-
-def _without_local_report(argv: list[str]) -> list[str]:
-    """``evaluate``'s arguments as a card records them: where this machine wrote its own report (``--json``,
-    ``--overwrite``) changes no number and would publish a local path."""
-    kept: list[str] = []
-    skip_value = False
-    for arg in argv:
-        if skip_value or arg == "--overwrite" or arg.startswith("--json="):
-            skip_value = False
-        elif arg == "--json":
-            skip_value = True
-        else:
-            kept.append(arg)
-    return kept
-
-
-def _folder_name(argument: str) -> str:
-    """A folder as a card records it: by its name alone, as ``dpzoo train`` records its folder, so that the
-    card holds no path of this machine; anything else as it is."""
-    path = Path(argument).expanduser()
-    return path.resolve().name if path.is_dir() else argument
 
 
 def _card(args: argparse.Namespace) -> int:
@@ -394,6 +380,7 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     train.add_argument("--init-from", default=None, help="start from this model's weights (a base's id or folder)")
     train.add_argument(
         "--classes",
+        type=lambda names: tuple(names.split(",")),
         default=None,
         help="comma-separated class folder names: the label set, in this order, whichever folders hold images "
         "(default: the sorted class folders)",
@@ -502,11 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = argv[0] if argv else None
     try:
         if command == "fit":
-            from zoo.fit import run_fit
-
-            return _until_interrupted("fit", lambda: run_fit(argv[1:]))
+            return _fit(argv[1:])
         args = build_parser(list_metrics=command == "evaluate" and ("-h" in argv or "--help" in argv)).parse_args(argv)
-        args.argv = argv
         return args.run(args)
     except UserError as error:
         print(f"dpzoo {command}: error: {error}", file=sys.stderr)

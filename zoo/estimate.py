@@ -119,7 +119,7 @@ def _planned_steps(
     """Steps of each step stage of the plan, in the order the plan runs them."""
     stages = [stage for part, data in model.training_parts(datamodule) for stage in part.stages(data)]
     steps = [s.max_steps or max_steps for s in stages if isinstance(s, (PrivateSteps, PublicSteps, HelperSteps))]
-    return None if not steps or any(n is None or n < 1 for n in steps) else steps  # type: ignore[return-value]
+    return None if not steps or any(n is None or n < 1 for n in steps) else steps
 
 
 def _per_step(fit: dict[str, Any]) -> float:

@@ -53,7 +53,7 @@ def _histogram(values: Tensor, low: float, high: float) -> Tensor:
     return torch.histc(inside, BINS, low, high) / max(len(values), 1)
 
 
-def _draw_histogram(draw, heights, left, top, width, height, colour, filled) -> None:  # type: ignore[no-untyped-def]
+def _draw_histogram(draw, heights, left, top, width, height, colour, filled) -> None:
     step = width / len(heights)
     bottom = top + height
     points = []
@@ -124,7 +124,7 @@ def plot_bounds(rows: Tensor, margin: float = 0.1) -> tuple[float, float, float,
     return x0, x1, y0, y1
 
 
-def table_model_picture(model, real: Tensor | None = None, num_samples: int = 20_000, seed: int = 0) -> Image.Image:  # type: ignore[no-untyped-def]
+def table_model_picture(model, real: Tensor | None = None, num_samples: int = 20_000, seed: int = 0) -> Image.Image:
     """What a tabular model has learnt: density, samples and (given) real rows for 2 features;
     per-feature histograms otherwise."""
     samples = model.sample(num_samples, seed=seed)

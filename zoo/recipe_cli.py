@@ -1,5 +1,6 @@
-"""The recipe front end of ``dpzoo fit``: a YAML recipe and its command-line overrides, parsed and
-instantiated by LightningCLI (jsonargparse), into the objects a plan needs (``Recipe``).
+"""The recipe front end of ``dpzoo fit``: a YAML recipe and its command-line overrides, or a recipe given as a
+mapping (``dpzoo train``'s plan for a folder, a Python caller's), parsed and instantiated by LightningCLI
+(jsonargparse), into the objects a plan needs (``Recipe``).
 
 - ``privacy:`` is the budget of the whole plan, a ``zoo.privacy.Budget`` (none for data declared public).
 - ``--images PATH`` replaces the recipe's data by ``zoo.data.ImageFolderDataModule`` on that folder, where it
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,21 +57,36 @@ class Recipe:
     budget: Budget | None
     callbacks: list[Callback]
     trainer_options: dict[str, Any]
-    #: the front end's own options (``save_pretrained``, ``init_from``, ``per_class``, ``config``, ...)
+    #: train one model per class 0..K-1 (0: one model); with ``per_class`` among ``pinned`` the first K classes,
+    #: else as many as the data has
+    per_class: int
+    #: the settings given on the command line rather than by the recipe (``model.image_shape``, ``per_class``):
+    #: kept whatever the data (``zoo.shapes.model_for_data``)
+    pinned: frozenset[str]
+    #: the front end's own settings (``save_pretrained``, ``init_from``, ``selection``, ``config``, ...), from which
+    #: it builds ``zoo.run_plan.RunOptions`` and ``Provenance``
     options: Namespace
+    #: every setting of the run as one recipe (defaults included) that ``parse_recipe`` reads back: what an
+    #: interrupted run writes beside its checkpoint to resume from
+    plan: dict[str, Any]
 
     @property
     def public(self) -> bool:
         return isinstance(self.data, PublicData)
 
 
+def kept_data_settings(recipe_data: Any) -> dict[str, Any]:
+    """Of a recipe's data block (a mapping or jsonargparse Namespace), the settings an image folder that replaces
+    it keeps (``KEPT_FROM_RECIPE``)."""
+    recipe_args = recipe_data.get("init_args") if isinstance(recipe_data, (Mapping, Namespace)) else None
+    return {k: recipe_args[k] for k in KEPT_FROM_RECIPE if recipe_args and recipe_args.get(k) is not None}
+
+
 class ImagesOption(argparse.Action):
     """``--images PATH``: the recipe's data becomes the image folder at PATH, keeping its ``sample_rate``."""
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
-        recipe_data = namespace.get("data")
-        recipe_args = recipe_data.get("init_args") if isinstance(recipe_data, Namespace) else None
-        kept = {k: recipe_args[k] for k in KEPT_FROM_RECIPE if recipe_args and recipe_args.get(k) is not None}
+        kept = kept_data_settings(namespace.get("data"))
         namespace["data"] = Namespace(class_path=IMAGE_FOLDER, init_args=Namespace(root=values, **kept))
         namespace[self.dest] = values
 
@@ -154,20 +170,27 @@ def _user_error_within(error: BaseException) -> UserError | None:
     return None
 
 
-def parse_recipe(argv: Sequence[str]) -> Recipe:
-    """The objects of ``dpzoo fit``'s arguments (``--config recipe.yaml``, overrides, ...), checked: a private
-    recipe has a budget, a public one has none, and no budget hides among the trainer's callbacks."""
-    _refuse_old_style_recipes(argv)
-    _check_images_order(argv)
-    # dpzoo passes its own argv on as ``args``; Lightning warns when sys.argv is also set
-    warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
-    with without_lightning_tips():  # LightningCLI builds a Trainer too
+def parse_recipe(source: Sequence[str] | Mapping[str, Any]) -> Recipe:
+    """The objects of a recipe, checked: a private recipe has a budget, a public one has none, and no budget hides
+    among the trainer's callbacks. ``source``: ``dpzoo fit``'s arguments (``--config recipe.yaml``, overrides,
+    ...), or the recipe as a mapping (a recipe file's content, with any settings changed; ``Recipe.plan``)."""
+    if isinstance(source, Mapping):
+        _refuse_old_style_recipe(source, "the recipe")
+        args: list[str] | dict[str, Any] = dict(source)
+        pinned: frozenset[str] = frozenset()
+    else:
+        _refuse_old_style_recipes(source)
+        _check_images_order(source)
+        args, pinned = list(source), _command_line_keys(source)
+    with warnings.catch_warnings(), without_lightning_tips():  # LightningCLI builds a Trainer too
+        # dpzoo passes its own argv on as ``args``; Lightning warns when sys.argv is also set
+        warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
         cli = DPZooCLI(
             DPGenerativeModel,
             LightningDataModule,
             subclass_mode_model=True,
             subclass_mode_data=True,
-            args=list(argv),
+            args=args,
             run=False,
             save_config_callback=None,
         )
@@ -175,8 +198,17 @@ def parse_recipe(argv: Sequence[str]) -> Recipe:
     callbacks = list(trainer_options.pop("callbacks", None) or [])
     if any(isinstance(c, DPCallback) for c in callbacks):
         raise PrivacyConfigError(MOVE_THE_BUDGET)
-    budget = cli.config_init.get("privacy")
-    recipe = Recipe(cli.model, cli.datamodule, budget, callbacks, trainer_options, cli.config)
+    recipe = Recipe(
+        model=cli.model,
+        data=cli.datamodule,
+        budget=cli.config_init.get("privacy"),
+        callbacks=callbacks,
+        trainer_options=trainer_options,
+        per_class=cli.config.get("per_class") or 0,
+        pinned=pinned,
+        options=cli.config,
+        plan={**yaml.safe_load(cli.parser.dump(cli.config)), "images": None},  # the data block holds the folder
+    )
     _check_budget(recipe)
     _refuse_seeds(recipe)
     return recipe
@@ -231,17 +263,17 @@ def _refuse_old_style_recipes(argv: Sequence[str]) -> None:
     configs = [Path(value) for option, value in zip(argv, argv[1:], strict=False) if option == "--config"]
     configs += [Path(token.split("=", 1)[1]) for token in argv if token.startswith("--config=")]
     for config in configs:
-        recipe = yaml.safe_load(config.read_text()) if config.is_file() else None
-        callbacks = ((recipe or {}).get("trainer") or {}).get("callbacks") or []
-        if any(isinstance(c, dict) and c.get("class_path") in OLD_BUDGETS for c in callbacks):
-            raise PrivacyConfigError(f"{config}: {MOVE_THE_BUDGET}")
+        if config.is_file():
+            _refuse_old_style_recipe(yaml.safe_load(config.read_text()) or {}, str(config))
 
 
-def command_line_keys(argv: Sequence[str]) -> set[str]:
+def _refuse_old_style_recipe(recipe: Mapping[str, Any], name: str) -> None:
+    callbacks = (recipe.get("trainer") or {}).get("callbacks") or []
+    if any(isinstance(c, Mapping) and c.get("class_path") in OLD_BUDGETS for c in callbacks):
+        raise PrivacyConfigError(f"{name}: {MOVE_THE_BUDGET}")
+
+
+def _command_line_keys(argv: Sequence[str]) -> frozenset[str]:
     """Options given on the command line rather than by a recipe: ``--model.init_args.image_shape``
     and ``--model.image_shape=...`` are both ``model.image_shape``."""
-    keys = set()
-    for token in argv:
-        if token.startswith("--"):
-            keys.add(token[2:].split("=", 1)[0].replace(".init_args.", "."))
-    return keys
+    return frozenset(token[2:].split("=", 1)[0].replace(".init_args.", ".") for token in argv if token.startswith("--"))

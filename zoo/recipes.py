@@ -26,7 +26,10 @@ YOUR_RECIPE = Fix(command="dpzoo fit --config RECIPE.yaml --images FOLDER", what
 
 
 @dataclass(frozen=True)
-class Recipe:
+class RecipeFile:
+    """A method's recipe file for a named dataset at one ε (``configs/<method>_<dataset>_eps<ε>.yaml``), among
+    which ``dpzoo train`` chooses; not the objects a recipe builds (``zoo.recipe_cli.Recipe``)."""
+
     path: Path
     dataset: str
     epsilon: float
@@ -47,20 +50,20 @@ class Recipe:
 
 @dataclass(frozen=True)
 class Choice:
-    recipe: Recipe
+    recipe: RecipeFile
     #: (height, width) the images are read at
     size: tuple[int, int]
     reason: str
 
 
-def method_recipes(method: str) -> list[Recipe]:
+def method_recipes(method: str) -> list[RecipeFile]:
     """The method's recipes for the named datasets (``configs/<method>_<dataset>_eps<ε>.yaml``)."""
     prefix = method.replace("-", "_")
     recipes = []
     for dataset in IMAGE_SHAPES:
         for path in sorted(RECIPES.glob(f"{prefix}_{dataset}_eps*.yaml")):
             try:
-                recipes.append(Recipe(path, dataset, float(path.stem.rpartition("_eps")[2])))
+                recipes.append(RecipeFile(path, dataset, float(path.stem.rpartition("_eps")[2])))
             except ValueError:
                 continue  # eps10000-style names only; anything else is not an ε recipe
     return recipes
@@ -96,7 +99,7 @@ def choose_recipe(
     )
 
 
-def _no_recipe(method: str, channels: int, recipes: list[Recipe]) -> Problem:
+def _no_recipe(method: str, channels: int, recipes: list[RecipeFile]) -> Problem:
     if not recipes:
         return Problem(f"{method} has no image recipe in {RECIPES} (a repository checkout holds them)", (YOUR_RECIPE,))
     other = 1 if channels == 3 else 3

@@ -1,8 +1,9 @@
 """A model's image shape and class count against its data's: ``dpzoo fit`` builds the model for the
 data, fine-tuning and evaluation refuse a mismatch before any work, each saying what would fit.
 
-A datamodule declares ``image_shape`` (C, H, W) and ``num_classes`` when it knows them; a method
-takes them as constructor arguments of those names (``DPGenerativeModel.data_arguments``).
+A datamodule declares ``image_shape`` (C, H, W) and ``num_classes`` when it knows them
+(``zoo.privacy.private_data.PrivateData``); a method takes them as constructor arguments of those names
+(``DPGenerativeModel.data_arguments``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pytorch_lightning import LightningDataModule
 
 from zoo.errors import UserError
 from zoo.methods import DATA_ARGUMENTS, DPGenerativeModel, as_data_argument
+from zoo.privacy.private_data import DeclaredPrivateData
 
 
 class DataShapeError(UserError):
@@ -22,7 +24,8 @@ class DataShapeError(UserError):
 
 def data_arguments_of(datamodule: LightningDataModule) -> dict[str, Any]:
     """What the data decides, for the arguments it declares: image shape (a tuple) and class count."""
-    values = {name: getattr(datamodule, name, None) for name in DATA_ARGUMENTS}
+    declared = DeclaredPrivateData(datamodule)
+    values = {"image_shape": declared.image_shape, "num_classes": declared.num_classes}
     return {name: as_data_argument(value) for name, value in values.items() if value is not None}
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import lightning_utilities.core.rank_zero as lightning_messages
 import pytorch_lightning as pl
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Sampler
 
 from zoo.data.public import PublicData
 from zoo.privacy import Budget, DPBudget, PACBudget, PrivacyConfigError, PrivacyLedger
@@ -149,7 +149,29 @@ class StepIndexData(pl.LightningDataModule):
         self.private.setup(stage)
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(range(self.steps), batch_size=None)
+        return step_index_loader(self.steps, self.trainer)
+
+
+class _RemainingSteps(Sampler[int]):
+    """The step indices a fit has not run yet: from the batches its trainer has processed (restored from a
+    checkpoint on resume) to ``steps - 1``. Its length stays the whole plan's, as Lightning counts a resumed
+    epoch's batches from the epoch's start."""
+
+    def __init__(self, steps: int, trainer: pl.Trainer) -> None:
+        self.steps, self.trainer = steps, trainer
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[int]:
+        done = self.trainer.fit_loop.epoch_loop.batch_progress.current.processed
+        return iter(range(done, self.steps))
+
+
+def step_index_loader(steps: int, trainer: pl.Trainer) -> DataLoader:
+    """Step indices 0..steps-1 for ``trainer``'s fit, continuing where a resumed fit stopped: a method that
+    draws its public schedule or helper randomness from the index must not repeat the steps it already ran."""
+    return DataLoader(range(steps), batch_size=None, sampler=_RemainingSteps(steps, trainer))
 
 
 Stage = Release | PrivateSteps | PublicSteps | HelperSteps | PACRelease | PublicStatistic

@@ -25,7 +25,6 @@ from typing import Any
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader
 
 from zoo.data.public import PublicData
 from zoo.errors import MissingFileError, UserError
@@ -44,6 +43,7 @@ from zoo.stages import (
     Stage,
     StepIndexData,
     check_plan,
+    step_index_loader,
     without_lightning_tips,
 )
 
@@ -185,8 +185,10 @@ def _run(
     if stage.max_steps is not None:
         options = {**options, "max_steps": stage.max_steps}
     if isinstance(stage, PublicSteps):
-        loader = DataLoader(range(_planned_steps(stage, options)), batch_size=None)
-        pl.Trainer(callbacks=callbacks, **options).fit(model, train_dataloaders=loader, ckpt_path=ckpt_path)
+        trainer = pl.Trainer(callbacks=callbacks, **options)
+        trainer.fit(
+            model, train_dataloaders=step_index_loader(_planned_steps(stage, options), trainer), ckpt_path=ckpt_path
+        )
         return
     if stage.through_helpers:
         datamodule = StepIndexData(datamodule, _planned_steps(stage, options))

@@ -62,7 +62,17 @@ def main() -> None:
     prior = [] if args.warm_sigma is None else [(args.warm_sigma, 1.0, 1)]
     sigma = calibrate_noise_multiplier(args.eps, 1e-5, sample_rate, args.steps, "prv", prior)
     shape = tuple(images.shape[1:])
-    generator = build_generator(args.generator, args.code, 10, shape, 200, (16, 8), 5, False, args.width)
+    generator = build_generator(
+        kind=args.generator,
+        code_dim=args.code,
+        num_classes=10,
+        image_shape=shape,
+        hidden=200,
+        channels=(16, 8),
+        kernel_size=5,
+        batch_norm=False,
+        width=args.width,
+    )
     optimizer = torch.optim.Adam(generator.parameters(), lr=args.lr, betas=(0.5, 0.999))
     public = torch.Generator().manual_seed(args.seed)
     average = (

@@ -120,7 +120,17 @@ def main() -> None:
     with torch.no_grad():
         mean = labelled_embedding(features(images), labels, 10) / len(labels)
     target = mean + sigma / args.private_n * torch.randn(mean.shape)
-    generator = build_generator("conv", 5, 10, shape, 200, (16, 8), 5, False, 64)
+    generator = build_generator(
+        kind="conv",
+        code_dim=5,
+        num_classes=10,
+        image_shape=shape,
+        hidden=200,
+        channels=(16, 8),
+        kernel_size=5,
+        batch_norm=False,
+        width=64,
+    )
     optimizer = torch.optim.Adam(generator.parameters(), lr=0.01)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, args.steps // 5, 0.9)
     for step in range(args.steps):

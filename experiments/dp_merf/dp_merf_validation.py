@@ -116,7 +116,15 @@ def main() -> None:
     target = mean + sigma / args.private_n * torch.randn(mean.shape)
     channels = tuple(int(c) for c in args.channels.split(","))
     generator = build_generator(
-        args.generator, args.code, 10, shape, args.hidden, channels, 5, not args.nobn, args.width
+        kind=args.generator,
+        code_dim=args.code,
+        num_classes=10,
+        image_shape=shape,
+        hidden=args.hidden,
+        channels=channels,
+        kernel_size=5,
+        batch_norm=not args.nobn,
+        width=args.width,
     )
     optimizer = torch.optim.Adam(generator.parameters(), lr=args.lr)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, max(1, args.steps // 5), args.decay)

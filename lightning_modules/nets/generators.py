@@ -19,6 +19,7 @@ GENERATOR_KINDS = ("conv", "upsampling", *GENERATORS)
 
 
 def build_generator(
+    *,
     kind: str,
     code_dim: int,
     num_classes: int,
@@ -30,7 +31,8 @@ def build_generator(
     width: int,
 ) -> nn.Module:
     """The conditional generator ``kind``: the official DP-MERF one shaped by ``hidden``, ``channels``,
-    ``kernel_size`` and ``batch_norm``, or an upsampling/DCGAN/ResNet one of ``width``."""
+    ``kernel_size`` and ``batch_norm``, or an upsampling/DCGAN/ResNet one of ``width``. Keyword-only: nine
+    arguments, several of them ints, are too easily passed in the wrong order."""
     if kind not in GENERATOR_KINDS:
         raise UserError(f"generator must be one of {list(GENERATOR_KINDS)}, got {kind!r}")
     if kind == "conv":

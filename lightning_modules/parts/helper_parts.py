@@ -23,7 +23,7 @@ from zoo.errors import UserError
 from zoo.privacy import PrivacyConfigError, PrivateHelpers
 from zoo.privacy.partition import new_partition_key
 from zoo.privacy.randomness import private_generator
-from zoo.stages import HelperSteps
+from zoo.stages import HelperSteps, StepIndexData
 
 #: where a Lightning checkpoint keeps the key that assigns records to helpers
 PARTITION_KEY = "dpzoo_helper_partition_key"
@@ -82,16 +82,16 @@ class HelperParts:
         self._helper_draws: torch.Generator | None = None
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_save_checkpoint(checkpoint)  # type: ignore[misc]
+        super().on_save_checkpoint(checkpoint)
         checkpoint[PARTITION_KEY] = self._partition_key
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)  # type: ignore[misc]
+        super().on_load_checkpoint(checkpoint)
         if PARTITION_KEY in checkpoint:
             self._partition_key, self._parts = checkpoint[PARTITION_KEY], None
 
     def on_train_start(self) -> None:
-        if self.trainer.world_size > 1:  # type: ignore[attr-defined]
+        if self.trainer.world_size > 1:
             raise PrivacyConfigError(
                 f"{type(self).__name__} trains on one device: under DDP each process would query its own helper and "
                 "the all-reduced step would combine more terms than the accounting assumes."
@@ -100,7 +100,7 @@ class HelperParts:
 
     def pretraining_stage(self) -> HelperSteps:
         """``pretrain_steps`` steps per helper, helper after helper, each step receiving its index."""
-        steps = self.helpers.parts * self.hparams.pretrain_steps  # type: ignore[attr-defined]
+        steps = self.helpers.parts * self.hparams.pretrain_steps
         return HelperSteps(self.pretraining, max_steps=steps, through_helpers=True)
 
     def training_step(self, step: int, batch_idx: int) -> None:
@@ -109,19 +109,19 @@ class HelperParts:
         changes that helper only: every other module's buffers are restored around it (``buffers_restored``);
         a method's query must leave the queried helper as it was."""
         step = int(step)
-        device = self.device  # type: ignore[attr-defined]
-        if self.training_stage is not None and self.training_stage["name"] == self.pretraining:  # type: ignore[attr-defined]
-            helper, iteration = divmod(step, self.hparams.pretrain_steps)  # type: ignore[attr-defined]
+        device = self.device
+        if self.training_stage is not None and self.training_stage["name"] == self.pretraining:
+            helper, iteration = divmod(step, self.hparams.pretrain_steps)
             with public_randomness(PRETRAINING_STREAM, step, device):
-                self.pretraining_step(helper, iteration)  # type: ignore[attr-defined]
+                self.pretraining_step(helper, iteration)
         else:
             helpers = getattr(self, self.helper_networks)
-            rest = [module for module in self.children() if module is not helpers]  # type: ignore[attr-defined]
+            rest = [module for module in self.children() if module is not helpers]
             with public_randomness(PRIVATE_STREAM, step, device):
                 for helper in self.scheduled_helpers(step):
                     with buffers_restored(rest):
-                        self.train_helper(helper)  # type: ignore[attr-defined]
-            self.private_step(self.draw_helper())  # type: ignore[attr-defined]
+                        self.train_helper(helper)
+            self.private_step(self.draw_helper())
 
     @property
     def private_dataset_size(self) -> int:
@@ -140,15 +140,16 @@ class HelperParts:
     def helper_parts(self) -> list[tuple[Tensor, Tensor]]:
         """Each helper's images and labels (a keyed hash of each record decides its part)."""
         if self._parts is None:
-            data = getattr(self.trainer.datamodule, "private", None)  # type: ignore[attr-defined]
-            if data is None:
+            stage_data = self.trainer.datamodule
+            if not isinstance(stage_data, StepIndexData):
                 raise PrivacyConfigError(
                     f"{type(self).__name__} trains in stages whose helpers read their own parts of the data: run "
                     "zoo.train(model, datamodule, DPBudget(...)) or `dpzoo fit`."
                 )
+            data = stage_data.private
             data.setup("fit")
             images, labels = data.train_set.tensors
-            self.check_images(images)  # type: ignore[attr-defined]
+            self.check_images(images)
             self._parts = self.helpers.split(images, labels, self._partition_key)
         return self._parts
 
@@ -160,5 +161,5 @@ class HelperParts:
         smaller, none when it is empty)."""
         images, labels = self.helper_parts()[index]
         chosen = torch.randint(max(len(images), 1), (min(size, len(images)),))
-        device = self.device  # type: ignore[attr-defined]
+        device = self.device
         return images[chosen].to(device), labels[chosen].to(device)

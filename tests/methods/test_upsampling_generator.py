@@ -9,7 +9,17 @@ from lightning_modules.nets.generators import build_generator
 
 
 def upsampling(shape, width=32):
-    return build_generator("upsampling", 32, 10, shape, 0, (), 0, False, width)
+    return build_generator(
+        kind="upsampling",
+        code_dim=32,
+        num_classes=10,
+        image_shape=shape,
+        hidden=0,
+        channels=(),
+        kernel_size=0,
+        batch_norm=False,
+        width=width,
+    )
 
 
 def test_at_32_pixels_it_has_the_official_widths_and_size():

@@ -99,7 +99,7 @@ def test_evaluate_refuses_a_missing_device_before_any_work(monkeypatch):
 def test_evaluate_puts_the_model_on_its_device_and_hands_that_device_to_the_classifiers_and_features(
     data_dir, monkeypatch
 ):
-    from zoo.metrics import image_evaluate
+    from zoo.metrics import cas, fidelity
 
     model = Replay(torch.rand(30, 1, 28, 28), torch.arange(30) % 10)
     moved, given = [], {}
@@ -117,8 +117,8 @@ def test_evaluate_puts_the_model_on_its_device_and_hands_that_device_to_the_clas
         return recorded
 
     monkeypatch.setattr(model, "to", recording_to)
-    monkeypatch.setattr(image_evaluate, "fidelity_metrics", measure("features"))
-    monkeypatch.setattr(image_evaluate, "classifier_accuracy_on_synthetic", measure("classifiers"))
+    monkeypatch.setattr(fidelity, "fidelity_metrics", measure("features"))
+    monkeypatch.setattr(cas, "classifier_accuracy_on_synthetic", measure("classifiers"))
     evaluate(model, "mnist", metrics=("fid_lenet", "cas_cnn"), num_samples=20, device="cpu", progress=False)
     assert moved == [torch.device("cpu")]
     assert given == {"features": torch.device("cpu"), "classifiers": torch.device("cpu")}

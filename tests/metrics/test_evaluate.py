@@ -61,7 +61,7 @@ def test_bad_requests_fail_before_any_work(kwargs, message):
 def test_cas_on_an_unconditional_model_is_refused():
     from tests.zoo.test_hub import tiny_private_flow
 
-    with pytest.raises(ValueError, match="unconditional; drop the cas metrics"):
+    with pytest.raises(ValueError, match="cas compare labels, but dp-lflow is unconditional; drop cas"):
         evaluate(tiny_private_flow(), "mnist", metrics=("cas",))
 
 

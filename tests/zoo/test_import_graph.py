@@ -19,14 +19,14 @@ PACKAGES = ("zoo", "lightning_modules")
 #: "zoo" is the package's own __init__ (the public API, imported lazily), "lightning_modules" the method files
 LAYERS = (
     ("zoo.errors",),
-    ("zoo.headline", "zoo.plots", "zoo.local_state"),
+    ("zoo.headline", "zoo.plots", "zoo.local_state", "zoo.run_plan"),
     ("zoo.privacy",),
     ("zoo.data", "zoo.baselines", "lightning_modules.nets"),
     ("zoo.stages",),
     ("zoo.methods", "zoo.recipes"),
     ("zoo.release", "zoo.training", "zoo.shapes", "zoo.recipe_cli", "lightning_modules.parts"),
     ("zoo.metrics", "zoo.base_weights", "zoo.estimate", "zoo.front_checks", "zoo.forecast"),
-    ("zoo.finetuning", "zoo.fit"),
+    ("zoo.finetuning", "zoo.fit", "zoo.train_request"),
     ("zoo.folder_training",),
     ("zoo.cli", "zoo"),
     ("lightning_modules",),

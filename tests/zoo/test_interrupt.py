@@ -1,6 +1,7 @@
 """Ctrl-C during training ends in one line with the exit status of an interrupted command (130): where training had
-begun, a Lightning checkpoint beside the model folder and the exact command that resumes it; the resumed run spends
-no ε twice (a Release is not repeated, DP-SGD's steps continue one ledger entry)."""
+begun, a Lightning checkpoint and the run's plan (a recipe) beside the model folder, and the exact command that
+resumes from both; the resumed run spends no ε twice (a Release is not repeated, DP-SGD's steps continue one ledger
+entry)."""
 
 import json
 import shlex
@@ -43,16 +44,18 @@ PRIVACY = dict(noise_multiplier=1.5, accountant="rdp")
 
 def test_ctrl_c_during_dp_sgd_saves_a_checkpoint_that_resumes_without_spending_twice(tmp_path, capsys):
     checkpoint, data = tmp_path / "model.interrupted.ckpt", toy_images()
-    first = Staged(released_then_steps)
-    with Interruption(checkpoint, "dpzoo fit --config recipe.yaml") as interruption:
+    plan, first = {"trainer": {"max_steps": 8}, "save_pretrained": "model"}, Staged(released_then_steps)
+    with Interruption(checkpoint, plan) as interruption:
         with pytest.raises(TrainingInterrupted) as stopped:
             train(first, data, DPBudget(**PRIVACY), callbacks=[CtrlC(3), interruption], max_steps=8, **QUIET)
+    recipe = tmp_path / "model.interrupted.yaml"
     assert str(stopped.value) == (
-        f"interrupted after step 3: saved {checkpoint}; resume with dpzoo fit --config recipe.yaml "
+        f"interrupted after step 3: saved {checkpoint} and its plan {recipe}; resume with dpzoo fit --config {recipe} "
         f"--ckpt_path {checkpoint}"
     )
     assert "stopping after this step to save a checkpoint" in capsys.readouterr().err
     assert checkpoint.is_file() and [e.steps for e in first.privacy_ledger.entries] == [1, 3]
+    assert yaml.safe_load(recipe.read_text()) == plan
 
     resumed = Staged(released_then_steps)  # as the printed command does, in a new process with its own budget
     train(resumed, data, DPBudget(**PRIVACY), ckpt_path=str(checkpoint), max_steps=8, **QUIET)
@@ -64,7 +67,7 @@ def test_ctrl_c_during_dp_sgd_saves_a_checkpoint_that_resumes_without_spending_t
 def test_a_second_ctrl_c_or_one_outside_the_steps_stops_at_once_saving_nothing(tmp_path):
     checkpoint = tmp_path / "model.interrupted.ckpt"
     before = signal.getsignal(signal.SIGINT)  # Python's own, or ignored under nohup
-    with Interruption(checkpoint, "dpzoo fit") as interruption:
+    with Interruption(checkpoint, {}) as interruption:
         with pytest.raises(TrainingInterrupted, match="^interrupted again: stopped at once; nothing was saved$"):
             train(
                 Staged(),
@@ -78,7 +81,7 @@ def test_a_second_ctrl_c_or_one_outside_the_steps_stops_at_once_saving_nothing(t
     def pressed(model):
         return [Release("mean", lambda d, b: signal.raise_signal(signal.SIGINT)), PrivateSteps()]
 
-    with Interruption(checkpoint, "dpzoo fit") as interruption:
+    with Interruption(checkpoint, {}) as interruption:
         with pytest.raises(TrainingInterrupted, match="^interrupted; nothing was saved$"):
             train(Staged(pressed), toy_images(), DPBudget(**PRIVACY), callbacks=[interruption], max_steps=8, **QUIET)
     assert not checkpoint.exists()
@@ -86,7 +89,8 @@ def test_a_second_ctrl_c_or_one_outside_the_steps_stops_at_once_saving_nothing(t
 
 
 def test_dpzoo_train_interrupted_prints_one_line_and_the_printed_command_resumes_it(tmp_path, monkeypatch, capsys):
-    """The Release is not repeated on resume: the model's ledger holds the one release of the first run."""
+    """The Release is not repeated on resume: the model's ledger holds the one release of the first run. The plan
+    written beside the checkpoint is the folder's (``dpzoo train`` passes no command line to resume from)."""
     (tmp_path / "configs").mkdir()
     name = "dp_merf_cifar10_eps1.yaml"
     recipe = yaml.safe_load((recipes.RECIPES / name).read_text())
@@ -101,11 +105,16 @@ def test_dpzoo_train_interrupted_prints_one_line_and_the_printed_command_resumes
     err = capsys.readouterr().err
     checkpoint = tmp_path / "models" / "pets.interrupted.ckpt"
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"dpzoo train: interrupted after step 2: saved {checkpoint}; resume with dpzoo fit ")
+    plan = tmp_path / "models" / "pets.interrupted.yaml"
+    assert last.startswith(f"dpzoo train: interrupted after step 2: saved {checkpoint} and its plan {plan}; resume ")
     assert "graceful shutdown" not in err and "Traceback" not in err
     assert checkpoint.is_file() and not out.exists()
     command = shlex.split(last.split("resume with ", 1)[1])
-    assert command[:2] == ["dpzoo", "fit"] and command[-2:] == ["--ckpt_path", str(checkpoint)]
+    assert command == ["dpzoo", "fit", "--config", str(plan), "--ckpt_path", str(checkpoint)]
+    written = yaml.safe_load(plan.read_text())
+    assert written["data"]["init_args"]["root"] == str(photos) and written["save_pretrained"] == str(out)
     assert main(command[1:]) == 0
-    (release,) = json.loads((out / "config.json").read_text())["privacy_ledger"]["entries"]
+    config = json.loads((out / "config.json").read_text())
+    (release,) = config["privacy_ledger"]["entries"]
     assert release["mechanism"] == "gaussian" and release["steps"] == 1
+    assert config["recipe"]["selection"].startswith("dpzoo train chose configs/dp_merf_cifar10_eps1.yaml")

@@ -135,7 +135,7 @@ def test_write_card_refuses_a_reference_that_holds_protected_images_before_any_w
     from zoo.cli import main
 
     photos, model = folder_model
-    monkeypatch.setattr("zoo.metrics.evaluate", lambda *a, **k: pytest.fail("evaluated before refusing"))
+    monkeypatch.setattr("zoo.metrics.records.evaluate", lambda *a, **k: pytest.fail("evaluated before refusing"))
     card = (model / "README.md").read_text()
     command = ["evaluate", str(model), "--dataset", str(photos), "--metrics", "cas_lr", "--write-card"]
     assert main([*command, "--reference", str(photos)]) == 2

@@ -7,7 +7,9 @@ import re
 import shutil
 import time
 
+import numpy as np
 import pytest
+import torch
 import yaml
 from PIL import Image
 
@@ -19,6 +21,7 @@ from zoo.data.folder_check import MIN_IMAGES_PER_CLASS
 from zoo.data.folders import folder_parts, held_out_indices, read_part, subset
 from zoo.errors import UserError
 from zoo.front_checks import parse_duration
+from zoo.metrics import closeness
 from zoo.privacy import record_index
 from zoo.recipes import Choice, Problem, choose_recipe
 
@@ -141,7 +144,10 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
     assert data["held_out"] == {"images": held, "fraction": 0.1, "seed": 0, "convert": "crop"}
     (entry,) = config["privacy_ledger"]["entries"]
     assert entry["records_identity"] == data["records"]
-    assert config["license"] is None and config["recipe"]["command"].startswith("dpzoo train 'my photos' --method")
+    assert config["license"] is None and config["recipe"]["config"] == "configs/dp_merf_cifar10_eps1.yaml"
+    command = "dpzoo train 'my photos' --method dp-merf --epsilon 1 --max-steps 2 --convert crop --channels 3"
+    assert config["recipe"]["command"] == command
+    assert config["recipe"]["selection"].startswith("dpzoo train chose configs/dp_merf_cifar10_eps1.yaml: dp-merf's")
     card = (out / "README.md").read_text()
     for text in (card, json.dumps(config, ensure_ascii=False)):
         assert str(cleaned.parent) not in text and str(tmp_path) not in text
@@ -221,3 +227,44 @@ def test_a_duration_is_read_in_seconds_and_a_bad_one_refused():
     for bad in ("", "10", "ten minutes", "0s"):
         with pytest.raises(UserError, match="--max-time"):
             parse_duration(bad)
+
+
+def test_the_verdict_reads_held_out_images_only_and_reaches_the_card_when_asked(
+    tiny_recipes, tmp_path, monkeypatch, capsys
+):
+    """Issue 55: after training, how close the samples are to the held-out images (test/ here), printed for the
+    owner and not on the card; `dpzoo evaluate --metrics closeness --write-card` puts it there, saying so."""
+    folder = write_image_folder(tmp_path / "shop", per_class=12, size=(32, 32), test_per_class=8)
+    test_pixels = {np.asarray(Image.open(path).convert("RGB")).tobytes() for path in (folder / "test").rglob("*.*")}
+    seen: list[torch.Tensor] = []
+
+    def pixel_features(images: torch.Tensor) -> torch.Tensor:
+        seen.append(images)
+        return images.flatten(1).double()
+
+    monkeypatch.setattr(closeness, "inception_pool_features", lambda: pixel_features)
+    out = tmp_path / "shop-model"
+    assert main(["train", str(folder), *TRAIN, "--out", str(out), "--max-steps", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"verdict: -?[\d.]+, (near|resembles|far)", printed), printed[-600:]
+    assert "this number is for you, not on the card" in printed
+    real = seen[0].mul(255).round().byte().permute(0, 2, 3, 1).numpy()  # the first pass: half A of the held-out images
+    assert len(real) == 3 * 4 and all(image.tobytes() in test_pixels for image in real)
+    assert "closeness" not in (out / "config.json").read_text()
+
+    evaluate = ["evaluate", str(out), "--dataset", str(folder), "--metrics", "closeness", "--num-samples", "16"]
+    assert main([*evaluate, "--write-card"]) == 0
+    (row,) = json.loads((out / "config.json").read_text())["evaluation"]["results"]
+    assert row["metric_type"] == "closeness" and "which the stated (ε, δ) does not cover" in row["metric_config"]
+    assert "which the stated (ε, δ) does not cover" in (out / "README.md").read_text()
+
+
+def test_a_size_near_enough_for_the_recipe_but_not_the_base_is_refused_before_the_summary(tmp_path, capsys):
+    folder = write_image_folder(tmp_path / "wide", per_class=12, size=(48, 48))
+    out = tmp_path / "tuned"
+    assert main(["train", str(folder), *TRAIN, "--init-from", "dp-merf-cifar10-public-base", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "read as 3×48×48, near enough for the recipe, but the base dp-merf-cifar10-public-base takes 3×32×32" in (
+        captured.err
+    )
+    assert "`--image-size 32 --channels 3`" in captured.err and "recipe:" not in captured.out and not out.exists()

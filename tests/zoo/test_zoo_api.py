@@ -141,7 +141,11 @@ def test_fit_from_a_recipe_writes_a_loadable_hub_folder(data_dir, tmp_path, caps
     assert main(["fit", "--config", str(recipe), "--save_pretrained", str(out), "--selection", "defaults"]) == 0
     model = from_pretrained(out)
     config = model.pretrained_config
-    assert config["recipe"]["command"].startswith("dpzoo fit --config") and config["recipe"]["selection"] == "defaults"
+    assert config["recipe"] == {
+        "config": "recipe.yaml",
+        "command": "dpzoo fit --config recipe.yaml --save_pretrained tiny-mnist-0 --selection defaults",
+        "selection": "defaults",
+    }
     assert model.privacy_ledger.epsilon(model.privacy_ledger.entries[0].dataset_id) <= 5.0
 
     assert main(["sample", str(out), "--n", "4", "--out", str(tmp_path / "grid.png")]) == 0

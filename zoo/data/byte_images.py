@@ -26,4 +26,4 @@ class ByteImages(Dataset):
 
     @property
     def tensors(self) -> tuple[Tensor, Tensor]:
-        return self.take(slice(None))  # type: ignore[arg-type]
+        return self.take(slice(None))

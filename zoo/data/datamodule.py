@@ -92,9 +92,9 @@ class ImageDataModule(pl.LightningDataModule):
         description), their keys kept in this machine's record index under it, so that a folder holding copies
         of them is found to share them (``zoo.privacy.record_index``)."""
         self.setup()
-        identity = records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+        identity = records_identity(self._source(), self._kept)
         if identity != self._registered:
-            images = self.train_set.tensors[0]  # type: ignore[union-attr]
+            images = self.train_set.tensors[0]
             register_named(identity, pixel_keys(images.mul(255).round_().to(torch.uint8).numpy()))
             self._registered = identity
         return identity

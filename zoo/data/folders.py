@@ -237,7 +237,7 @@ def _decode(file: Path, size: tuple[int, int], channels: int, convert: str | Non
     return (array[:, :, None] if channels == 1 else array), key
 
 
-def _progress(files: Sequence[Path], description: str):  # type: ignore[no-untyped-def]
+def _progress(files: Sequence[Path], description: str):
     quiet = True if len(files) < PROGRESS_FROM else None  # None: no bar when stderr is not a terminal (logs, CI)
     return tqdm(files, desc=description, unit="image", disable=quiet, leave=False)
 

@@ -108,7 +108,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
     @property
     def image_shape(self) -> tuple[int, int, int]:
         """(C, H, W) of the images as served (decodes them on first use)."""
-        return tuple(self._decode()[0].images.shape[1:])  # type: ignore[return-value]
+        return tuple(self._decode()[0].images.shape[1:])
 
     @property
     def records_id(self) -> str:
@@ -213,7 +213,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
             "name": self.root.resolve().name,
             "records": self.records_identity,
             "classes": list(self.classes),
-            "images": len(self.train_set),  # type: ignore[arg-type]
+            "images": len(self.train_set),
             "image_shape": list(self.image_shape),
             "preprocessing": preprocessing_rule(self.image_shape[1:], self.image_shape[0], self.convert),
             "held_out": self.held_out_record(),
@@ -230,7 +230,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
             return None
         return {"images": images, **rule, "convert": self.convert}
 
-    def _subset(self, decoded: DecodedImages, index) -> ByteImages:  # type: ignore[no-untyped-def]
+    def _subset(self, decoded: DecodedImages, index) -> ByteImages:
         images, labels = decoded.images[index], decoded.labels[index]
         if self.label is not None:
             keep = labels == self.label

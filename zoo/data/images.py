@@ -49,7 +49,7 @@ def load_images(name: str, train: bool) -> tuple[Tensor, Tensor]:
 
 
 def _folder_tree(name: str, train: bool) -> tuple[Tensor, Tensor]:
-    tree = source_data_dir() / FOLDER_TREES[name]  # type: ignore[operator]
+    tree = source_data_dir() / FOLDER_TREES[name]
     if not tree.is_dir():
         raise DataNotFoundError(
             f"{tree} is missing: {DATA_DIR_ENV} must hold {FOLDER_TREES[name]}/{{train,test}}/<class>/*.jpg for "

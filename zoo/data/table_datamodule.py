@@ -116,10 +116,10 @@ class TableDataModule(pl.LightningDataModule):
         of a named table are drawn from the one table, so they share one source (their keys kept under it in the
         local index, so that a file copying them is found to share them); a file's by the local index."""
         self.setup()
-        kept = self._row_keys[self._kept.numpy()]  # type: ignore[index,union-attr]
+        kept = self._row_keys[self._kept.numpy()]
         if not self._named:
             return record_index.register(kept)
-        identity = records_identity(self._source(), self._kept)  # type: ignore[arg-type]
+        identity = records_identity(self._source(), self._kept)
         record_index.register_named(identity, kept)
         return identity
 
@@ -131,12 +131,12 @@ class TableDataModule(pl.LightningDataModule):
         if self._named:
             return f"{self.table}/train"
         self.setup()
-        return f"{record_index.register(self._row_keys)}/train"  # type: ignore[arg-type]
+        return f"{record_index.register(self._row_keys)}/train"
 
     @property
     def features(self) -> int:
         self.setup()
-        return self.train_rows.shape[1]  # type: ignore[union-attr]
+        return self.train_rows.shape[1]
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_rows is not None:
@@ -169,24 +169,24 @@ class TableDataModule(pl.LightningDataModule):
         """The standardisation of the private rows: released through ``budget`` ("private") or exact ("public")."""
         self.setup()
         if self.standardisation_kind == "public":
-            return public_standardisation(self.train_rows)  # type: ignore[arg-type]
+            return public_standardisation(self.train_rows)
         return private_standardisation(
-            self.train_rows,  # type: ignore[arg-type]
-            self.clip_bound,  # type: ignore[arg-type]
+            self.train_rows,
+            self.clip_bound,
             self.standardisation_noise_multiplier,
             budget,
         )
 
     def train_dataloader(self) -> DataLoader:
         micro_batches = self.trainer.accumulate_grad_batches if self.trainer is not None else 1
-        dataset = TensorDataset(self.train_rows)  # type: ignore[arg-type]
+        dataset = TensorDataset(self.train_rows)
         return poisson_loader(dataset, self.sample_rate, micro_batches=micro_batches, seed=self.sampling_seed)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(self.validation_rows), batch_size=self.eval_batch_size)  # type: ignore[arg-type]
+        return DataLoader(TensorDataset(self.validation_rows), batch_size=self.eval_batch_size)
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(TensorDataset(self.test_rows), batch_size=self.eval_batch_size)  # type: ignore[arg-type]
+        return DataLoader(TensorDataset(self.test_rows), batch_size=self.eval_batch_size)
 
 
 def _shares(table: Tensor, salt: str) -> Tensor:

@@ -9,7 +9,7 @@ from zoo.methods.contract import (
     check_data_arguments,
     toy_images,
 )
-from zoo.methods.registry import method_class, register_method, registered_methods
+from zoo.methods.registry import docs_page, method_class, register_method, registered_methods
 
 __all__ = [
     "DATA_ARGUMENTS",
@@ -17,6 +17,7 @@ __all__ = [
     "TinyRecipe",
     "as_data_argument",
     "check_data_arguments",
+    "docs_page",
     "method_class",
     "register_method",
     "registered_methods",

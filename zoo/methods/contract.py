@@ -10,8 +10,8 @@ A method is a LightningModule that declares
   optionally, a density (``log_prob``, then ``has_density``) or a released set (``released_set``,
   then ``releases_a_set``);
 - a tiny recipe for the registry's contract test (``tiny_recipe``);
-- what it adds to its card (``display_name``, ``card_tags``, ``card_usage``, ``card_notes``) and its picture
-  (``sample_picture``).
+- what it adds to its card (``display_name``, ``card_tags``, ``card_usage``, ``card_notes``), its picture
+  (``sample_picture``) and, when not its own name's, its docs page (``docs_page``).
 
 Shared code (cards, hub, CLI, evaluation) asks these and names no method.
 """
@@ -80,6 +80,9 @@ class TinyRecipe:
 class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
     #: registry name of the method, e.g. "dp-lflow"
     method: ClassVar[str]
+    #: the page of docs/methods/ that documents the method when it is not the page of its own name (a variant
+    #: documented with its family); read through ``zoo.methods.docs_page``
+    docs_page: ClassVar[str | None] = None
     privacy_barrier: ClassVar[PrivacyBarrier]
     #: submodules written to model.safetensors: exactly what the guarantee covers
     released_modules: ClassVar[tuple[str, ...]]
@@ -132,7 +135,7 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
         """A method with stages beyond DP-SGD must be trained through its plan, or it would skip them."""
         if self.training_stage is not None:
             return
-        stages = self.stages(self.trainer.datamodule)
+        stages = self.stages(self.trainer.datamodule)  # type: ignore[attr-defined]
         if any(not isinstance(stage, PrivateSteps) for stage in stages):
             raise PrivacyConfigError(
                 f"{type(self).__name__} trains in stages ({', '.join(s.name for s in stages)}): run them with "
@@ -147,7 +150,7 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
     def check_images(self, images: Tensor) -> None:
         """Refuse a batch whose images do not have the ``image_shape`` hyperparameter's shape, with a
         clear error before torch's (image methods that take their shape as a hyperparameter)."""
-        expected = tuple(self.hparams.image_shape)
+        expected = tuple(self.hparams["image_shape"])
         if tuple(images.shape[1:]) != expected:
             raise UserError(f"{self.method} was built for {expected} images, got {tuple(images.shape[1:])}")
 

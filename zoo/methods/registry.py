@@ -17,9 +17,19 @@ METHODS_PACKAGE = "lightning_modules"
 
 
 def register_method(cls: type[DPGenerativeModel]) -> type[DPGenerativeModel]:
-    """Class decorator: make a DPGenerativeModel loadable by its ``method`` name."""
+    """Class decorator: make a DPGenerativeModel loadable by its ``method`` name. A name registered twice
+    is refused: config.json files and recipes name a method, and a second class under the same name would
+    silently replace the first for every checkpoint that names it."""
+    if cls.method in _METHODS:
+        raise ValueError(
+            f"method {cls.method!r} is registered twice: by {_qualified(_METHODS[cls.method])} and by {_qualified(cls)}"
+        )
     _METHODS[cls.method] = cls
     return cls
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def registered_methods() -> dict[str, type[DPGenerativeModel]]:
@@ -35,3 +45,10 @@ def method_class(name: str) -> type[DPGenerativeModel]:
         return _METHODS[name]
     except KeyError:
         raise UnknownModelError(f"unknown method {name!r}; known methods: {sorted(_METHODS)}") from None
+
+
+def docs_page(name: str) -> str:
+    """The page of docs/methods/ (without ``.md``) that documents method ``name``: its class's ``docs_page``,
+    else the method's own name."""
+    cls = method_class(name)
+    return cls.docs_page or cls.method

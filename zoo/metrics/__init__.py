@@ -1,12 +1,24 @@
-"""Evaluation of private generators: torch-fidelity metrics, CAS, membership audits, with their protocols."""
+"""Evaluation of private generators: torch-fidelity metrics, CAS, membership audits, with their protocols.
 
-from zoo.metrics.audit import membership_audit
-from zoo.metrics.cas import classifier_accuracy_on_synthetic
-from zoo.metrics.classifiers import CLASSIFIERS
+Each metric is declared once (``zoo.metrics.specs``). What needs torch is imported on first use, so that the specs,
+``evaluate``'s checks of a request and ``protocol_line`` can be read without it (``dpzoo list``)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from zoo.metrics.evaluate import METRICS, evaluate
-from zoo.metrics.fidelity import FeatureWeightsUnavailable, fidelity_metrics
 from zoo.metrics.protocol import protocol_line
-from zoo.metrics.records import record_evaluation
+
+_API = {
+    "CLASSIFIERS": "zoo.metrics.classifiers",
+    "FeatureWeightsUnavailable": "zoo.metrics.fidelity",
+    "classifier_accuracy_on_synthetic": "zoo.metrics.cas",
+    "fidelity_metrics": "zoo.metrics.fidelity",
+    "membership_audit": "zoo.metrics.audit",
+    "record_evaluation": "zoo.metrics.records",
+}
 
 __all__ = [
     "CLASSIFIERS",
@@ -19,3 +31,15 @@ __all__ = [
     "protocol_line",
     "record_evaluation",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'zoo.metrics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_API[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

@@ -62,5 +62,28 @@ def membership_audit(
     return report
 
 
+def audit_member_split(
+    model: DPGenerativeModel, dataset: str, label: int | None, size: int, seed: int
+) -> dict[str, Any]:
+    """Rebuild the split of a named dataset the model was trained on from its ledger's dataset id, and attack its
+    first ``size`` members against as many held-out images; the nearest-neighbour AUROC is the value."""
+    from zoo.data import ImageDataModule
+
+    data = ImageDataModule(dataset, label=label)
+    entries = model.privacy_ledger
+    trained_on = {name for e in (entries.entries if entries else []) for name in (e.dataset_id, e.partition_of)}
+    if data.dataset_id not in trained_on:
+        raise UserError(
+            f"the audit rebuilds the member split {data.dataset_id}, but the model's ledger names "
+            f"{sorted(n for n in trained_on if n)}"
+        )
+    data.setup()
+    members = tuple(t[:size] for t in data.train_set.tensors)
+    non_members = tuple(t[:size] for t in data.validation_set.tensors)
+    report = membership_audit(model, members, non_members, num_samples=size, seed=seed)
+    nearest = report["nearest_neighbour"]
+    return {"value": nearest["auroc"], "tpr_at_1pct_fpr": nearest["tpr_at_1pct_fpr"], **report}
+
+
 def _log_prob(model: DPGenerativeModel, images: Tensor, labels: Tensor) -> Tensor:
     return model.log_prob(images, labels) if model.num_classes is not None else model.log_prob(images)

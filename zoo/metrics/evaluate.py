@@ -1,20 +1,22 @@
 """``zoo.evaluate``: one call for the quality of a private generator, and how much it leaks.
 
 Each family of datasets registers its evaluation (``zoo.metrics.datasets``): images in
-``image_evaluate``, tables in ``table_evaluate``; this module dispatches and names none.
+``image_evaluate``, tables in ``table_evaluate``; each metric is declared once (``zoo.metrics.specs``). This module
+dispatches and names none; it imports no torch, so that ``zoo.metrics`` can be read without it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from zoo.errors import UserError
-from zoo.methods import DPGenerativeModel
-from zoo.metrics import image_evaluate, table_evaluate  # noqa: F401  (each registers its datasets)
 from zoo.metrics.datasets import evaluator_for, known_metrics
+
+if TYPE_CHECKING:
+    import torch
+
+    from zoo.methods import DPGenerativeModel
 
 METRICS = known_metrics()
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from zoo.release.evaluation_results import evaluator_of
+from zoo.release.metric_result import MetricResult
 
 
 def protocol_line(result: dict[str, Any]) -> str:
     """``result``'s evaluator and data in one line, e.g. ``inception-v3-compat; 500 samples vs 10,000 images of
     cifar10 official test split; FID biased upwards below 10,000 samples (KID beside it)``."""
-    protocol = result["protocol"]
-    parts = [evaluator_of(result), *_data(protocol)]
+    measured = MetricResult.from_dict(result)
+    protocol = measured.protocol
+    parts = [evaluator_of(measured), *_data(protocol)]
     if protocol.get("bias"):
         samples = protocol.get("samples")
         parts.append(f"FID biased upwards at {_count(samples)} samples: compare at equal n, or read the KID")

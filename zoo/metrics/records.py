@@ -1,24 +1,93 @@
-"""Recording an evaluation in a model folder: config.json, the card, and the evaluation's figures.
+"""Recording an evaluation in a model folder: config.json, the card, and the evaluation's figures, written all at
+once (``zoo.release.staging``). ``evaluate_into_card`` (``zoo.evaluate_into_card``, ``dpzoo evaluate
+--write-card``) evaluates a model and records the result, refusing before any work what a card cannot take.
 
 A card holds one evaluation protocol (dataset, reference images, sample count, seed, label). A later
-``--write-card`` under the same protocol adds its metrics to the card's (a slow metric such as ``cas_resnet``
+evaluation under the same protocol adds its metrics to the card's (a slow metric such as ``cas_resnet``
 can come after ``fid``), and the card names the command that measured each; a different protocol replaces
 the card's evaluation only when asked (``replace``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from zoo.errors import TargetExistsError
 from zoo.metrics.datasets import evaluator_for
+from zoo.metrics.evaluate import evaluate
 from zoo.metrics.publication import check_publishable, check_reference_publishable
-from zoo.metrics.reference import check_held_out, dataset_name
+from zoo.metrics.reference import TRAIN, check_held_out, dataset_name, training_split_reason
 from zoo.privacy import PrivacyLedger
 from zoo.release.cards import model_card
 from zoo.release.evaluation_results import card_results
-from zoo.release.layout import CARD_NAME, load_config, write_config
+from zoo.release.layout import CARD_NAME, command_line, load_config, write_config
+from zoo.release.loading import resolve
 from zoo.release.registry import default_load_name
+from zoo.release.staging import staged
+
+#: the ``dpzoo evaluate`` flag of an option whose flag is not its name with ``-`` for ``_``
+FLAGS = {"feature_extractor_weights_path": "--feature-extractor-weights"}
+
+
+def evaluate_into_card(
+    model: str | Path,
+    dataset: str,
+    metrics: Sequence[str] | None = None,
+    *,
+    num_samples: int | None = None,
+    seed: int = 0,
+    replace: bool = False,
+    device: str | torch.device | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Evaluate ``model`` (an id or a model folder) as ``zoo.evaluate`` does, with the family's figures, and record
+    the evaluation in its folder (``record_evaluation``) with the ``dpzoo evaluate`` command that repeats it;
+    returns the evaluation. ``options``: ``zoo.evaluate``'s (``reference``, ``label``, ``runs``, ...).
+
+    What a card cannot take is refused before any sample is drawn: a metric that reads the protected records, the
+    training split as reference, a protocol other than the card's evaluation's (unless ``replace``), and reference
+    images that this machine cannot show are held out of the model's training."""
+    folder = resolve(model)
+    metrics = tuple(metrics) if metrics is not None else None
+    reference, label = options.get("reference"), options.get("label")
+    check_publishable(metrics or ())
+    if reference == TRAIN:
+        check_reference_publishable(training_split_reason(dataset))
+    given = {"num_samples": num_samples} if num_samples is not None else {}
+    check_card_takes(folder, {"dataset": dataset, "seed": seed, "label": label, **given}, replace)
+    check_model_held_out(folder, dataset, reference)
+    evaluation = evaluate(
+        folder, dataset, metrics=metrics, num_samples=num_samples, seed=seed, figures=True, device=device, **options
+    )
+    settings = {
+        "reference": _folder_name(reference) if reference else None,
+        "metrics": ",".join(metrics) if metrics else None,
+        "num_samples": num_samples,
+        "seed": seed or None,
+        "device": None if device is None or str(device) == "cpu" else str(device),
+        **{name: value for name, value in options.items() if name != "reference"},
+        "write_card": True,
+        "replace_evaluation": replace,
+    }
+    record_evaluation(folder, evaluation, _card_command(model, dataset, settings), replace)
+    return evaluation
+
+
+def _card_command(model: str | Path, dataset: str, settings: dict[str, Any]) -> str:
+    """The ``dpzoo evaluate`` command that repeats an evaluation, as a card records it: folders by their names,
+    settings left at their defaults (None) left out."""
+    flags = {FLAGS.get(name, f"--{name.replace('_', '-')}"): value for name, value in settings.items()}
+    return command_line(("dpzoo", "evaluate", _folder_name(str(model))), {"--dataset": _folder_name(dataset), **flags})
+
+
+def _folder_name(argument: str) -> str:
+    """A folder as a card records it: by its name alone, as ``dpzoo train`` records its folder, so that the
+    card holds no path of this machine; anything else as it is."""
+    path = Path(argument).expanduser()
+    return path.resolve().name if path.is_dir() else argument
 
 
 def check_card_takes(directory: str | Path, protocol: dict[str, Any], replace: bool = False) -> None:
@@ -41,10 +110,10 @@ def check_model_held_out(directory: str | Path, dataset: str, reference: str | N
 
 
 def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command: str, replace: bool = False) -> None:
-    """Store an evaluation and its figures (PIL images under ``"figures"``) in a model folder and
-    regenerate the card. Under the protocol of the card's evaluation its metrics join the card's (the module
-    docstring); under another, ``replace`` must be given. Refuses local diagnostics
-    (``zoo.metrics.publication``): a card publishes only what its guarantee covers."""
+    """Store an evaluation and its figures (PIL images under ``"figures"``) in a model folder and regenerate the
+    card, all at once (a failure leaves the folder's files as they were). Under the protocol of the card's
+    evaluation its metrics join the card's (the module docstring); under another, ``replace`` must be given.
+    Refuses local diagnostics (``zoo.metrics.publication``): a card publishes only what its guarantee covers."""
     check_publishable(evaluation["results"])
     check_reference_publishable(evaluation.get("not_publishable"))
     directory = Path(directory)
@@ -58,8 +127,6 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
         _refuse_other_protocol(directory, kept["details"], evaluation)
         if set(evaluation["results"]) >= set(kept["details"]["results"]):
             kept = {}  # every earlier metric measured again: this command alone stands for the card
-    for name, picture in figures.items():
-        picture.save(directory / name)
     if kept:
         details = {**evaluation, "results": {**kept["details"]["results"], **evaluation["results"]}}
         added = [*kept.get("added", []), {"command": command, "metrics": list(evaluation["results"])}]
@@ -67,8 +134,11 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
         config["evaluation"] = _card_evaluation(details, task_type, kept["command"], added, shown)
     else:
         config["evaluation"] = _card_evaluation(evaluation, task_type, command, [], list(figures))
-    write_config(directory, config)
-    model_card(config, default_load_name(config["model_id"], directory)).save(directory / CARD_NAME)
+    with staged(directory) as staging:
+        for name, picture in figures.items():
+            picture.save(staging / name)
+        write_config(staging, config)
+        model_card(config, default_load_name(config["model_id"], directory)).save(staging / CARD_NAME)
 
 
 def _card_evaluation(

@@ -102,7 +102,7 @@ def calibrate_noise_multiplier(
     sample_rate: float,
     steps: int,
     accountant: str,
-    prior_history: History = (),
+    prior_history: Iterable[Sequence[float]] = (),
 ) -> float:
     """Smallest σ (to Opacus' search tolerance) whose ε after ``steps`` steps, composed with
     ``prior_history`` (earlier mechanisms on the same data), is ≤ the target."""
@@ -145,7 +145,7 @@ def max_steps_within(
     noise_multiplier: float,
     sample_rate: float,
     accountant: str,
-    prior_history: History = (),
+    prior_history: Iterable[Sequence[float]] = (),
     upper: int = 1_000_000,
 ) -> int:
     """Largest number of further steps whose composed ε stays ≤ ``target_epsilon``.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import Enum
+from typing import Any
 
 from torch import nn
 
@@ -68,8 +69,9 @@ def declared_public_modules(module: nn.Module) -> dict[str, nn.Module]:
     return found
 
 
-def check_finetunable(model: nn.Module) -> None:
-    """Fine-tuning needs every module the barrier privatises to be in the release."""
+def check_finetunable(model: Any) -> None:
+    """Fine-tuning needs every module the barrier privatises to be in the release. ``model``: a
+    ``zoo.methods.DPGenerativeModel``, whose declarations this layer reads without importing it."""
     barrier = PrivacyBarrier(model.privacy_barrier)
     if barrier in (PrivacyBarrier.ONE_SHOT_RELEASE, PrivacyBarrier.SUBSAMPLED_RELEASE):
         return  # the new data gets its own releases; the released generator is refitted from its weights

@@ -20,7 +20,7 @@ from torch import Tensor
 from zoo.privacy.accounting import epsilon_spent
 from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
-from zoo.privacy.mechanisms import gaussian_release
+from zoo.privacy.mechanisms.gaussian_release import gaussian_release
 from zoo.privacy.pac import PACEntry, check_pac_settings, pac_release
 from zoo.privacy.randomness import private_generator
 from zoo.privacy.validation import check_accountant, check_delta, check_epsilon, check_exactly_one, check_positive

@@ -39,6 +39,7 @@ from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.mechanisms import TrainingMechanism, training_mechanism
 from zoo.privacy.precision import refuse_float16_loss_scaling
+from zoo.privacy.private_data import DeclaredPrivateData, PrivateData
 from zoo.privacy.private_state import PrivateStepGuard, private_step_guard
 from zoo.privacy.validation import warn_if_delta_too_large
 
@@ -101,7 +102,7 @@ class DPCallback(pl.Callback):
         existing = getattr(pl_module, "privacy_ledger", None)
         if isinstance(existing, PrivacyLedger):
             budget.spend_into(existing)  # later stages and fine-tuning continue the model's own ledger
-        pl_module.privacy_ledger = budget.ledger
+        pl_module.privacy_ledger = budget.ledger  # type: ignore[assignment]
 
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if self.mechanism is not None:
@@ -111,12 +112,13 @@ class DPCallback(pl.Callback):
         assert self.mechanism is not None
         sampling = self.mechanism.sampling(trainer, pl_module)
         warn_if_delta_too_large(self.delta, sampling.dataset_size)
-        dataset_id = self._dataset_id(trainer, sampling.dataset_size)
-        records = getattr(trainer.datamodule, "records_identity", None)
+        data = DeclaredPrivateData(trainer.datamodule)  # type: ignore[attr-defined]
+        dataset_id = self._dataset_id(data, sampling.dataset_size)
+        records = data.records_identity
         self.budget.check_records(self.ledger, dataset_id, records)
         self._restore_or_open_entry(trainer, dataset_id, sampling.dataset_size, sampling.sample_rate)
         assert self.entry is not None
-        self.entry.partition_of = self.entry.partition_of or getattr(trainer.datamodule, "partition_of", None)
+        self.entry.partition_of = self.entry.partition_of or data.partition_of
         self.entry.records_identity = self.entry.records_identity or records
         self.budget.track(self.entry)
         if self.target_epsilon is not None:
@@ -137,8 +139,8 @@ class DPCallback(pl.Callback):
             rank_zero_warn(f"privacy budget ε={self.target_epsilon} already spent on {dataset_id}; not training.")
             trainer.should_stop = True
 
-    def _dataset_id(self, trainer: pl.Trainer, dataset_size: int) -> str:
-        dataset_id = self.budget.data_named(getattr(trainer.datamodule, "dataset_id", None))
+    def _dataset_id(self, data: PrivateData, dataset_size: int) -> str:
+        dataset_id = self.budget.data_named(data.dataset_id)
         if dataset_id is None:
             warnings.warn(
                 "no dataset_id given (DPCallback(dataset_id=...) or datamodule.dataset_id); the ledger "
@@ -158,7 +160,7 @@ class DPCallback(pl.Callback):
         given = None if fixed is None else self.mechanism.accounted_noise_multiplier(fixed)
         if self._restored_state is not None:
             budget.ledger = PrivacyLedger.from_dict(self._restored_state["ledger"])
-            trainer.lightning_module.privacy_ledger = self.ledger
+            trainer.lightning_module.privacy_ledger = self.ledger  # type: ignore[assignment]
             index = self._restored_state["active_entry"]
             self._restored_state = None
             if index is not None:
@@ -186,11 +188,12 @@ class DPCallback(pl.Callback):
                 budget.target_epsilon,
                 budget.delta,
                 sample_rate,
-                planned,
+                int(planned),
                 budget.accountant,
                 prior_history=self.ledger.history(dataset_id),
             )
         else:
+            assert given is not None, "a DPBudget without a target ε fixes σ"
             sigma = given
         self.entry = self.ledger.append(
             LedgerEntry(
@@ -198,16 +201,16 @@ class DPCallback(pl.Callback):
                 barrier=self.barrier.value,  # type: ignore[union-attr]
                 dataset_id=dataset_id,
                 dataset_size=dataset_size,
-                noise_multiplier=sigma,  # type: ignore[arg-type]
+                noise_multiplier=sigma,
                 clip_norm=budget.max_grad_norm,
                 sample_rate=sample_rate,
                 delta=budget.delta,
                 accountant=budget.accountant,
                 target_epsilon=budget.target_epsilon,
                 per_example_gradients=self.mechanism.per_example_gradients,
-                seeded=plan_seeds(self.budget, trainer.datamodule),
+                seeded=plan_seeds(self.budget, trainer.datamodule),  # type: ignore[attr-defined]
                 note=f"planned {planned} steps" if math.isfinite(planned) else "",
-                parameters=self.mechanism.ledger_parameters(sigma),  # type: ignore[arg-type]
+                parameters=self.mechanism.ledger_parameters(sigma),
             )
         )
 
@@ -260,7 +263,7 @@ class DPCallback(pl.Callback):
         if trainer.should_stop or trainer.is_last_batch or last_step:
             return True
         allowed = max(EPSILON_GRACE_S, EPSILON_SHARE * (time.monotonic() - self._started))
-        return self.entry.steps % max(1, trainer.log_every_n_steps) == 0 and self._epsilon_seconds < allowed  # type: ignore[union-attr]
+        return self.entry.steps % max(1, trainer.log_every_n_steps) == 0 and self._epsilon_seconds < allowed  # type: ignore[union-attr,attr-defined]
 
     def _budget_left(self) -> int | None:
         if self.allowed_steps is None or self.entry is None:

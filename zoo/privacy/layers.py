@@ -22,6 +22,8 @@ from zoo.errors import UserError
 class MaskedLinear(nn.Linear):
     """Linear layer whose weight is multiplied by a fixed 0/1 mask (out × in)."""
 
+    mask: Tensor
+
     def __init__(self, in_features: int, out_features: int, mask: Tensor) -> None:
         super().__init__(in_features, out_features)
         if mask.shape != (out_features, in_features):

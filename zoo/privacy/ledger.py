@@ -236,7 +236,7 @@ class PrivacyLedger:
         """The seeds the ledger's mechanisms ran with ("noise_seed=0", "sampling_seed=1"), DP entries and PAC
         releases alike: with a known seed a release is a deterministic function of the data, so any seed means
         no guarantee (seeds are for tests)."""
-        uses = [*self.entries, *self.pac_releases]
+        uses: list[LedgerEntry | PACEntry] = [*self.entries, *self.pac_releases]
         return list(dict.fromkeys(seed for use in uses for seed in use.seeded))
 
     def main_entry(self) -> LedgerEntry:

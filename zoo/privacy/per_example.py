@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import torch
 import torch.nn.functional as F
 from opacus import GradSampleModule
 from torch import Tensor, nn
+from torch.nn.grad import conv2d_weight
 
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.layers import MaskedLinear, RowwiseParameters
@@ -182,12 +183,12 @@ class GhostClipping:
         return torch.stack(terms).sum(0) if terms else torch.zeros(0)
 
     def weighted_sum(self, weights: Tensor) -> list[Tensor]:
-        sums: dict[nn.Parameter, Tensor] = {p: torch.einsum("b,b...->...", weights, g) for p, g in self._rows()}
+        sums: dict[Tensor, Tensor] = {p: torch.einsum("b,b...->...", weights, g) for p, g in self._rows()}
         for layer, a, g in self._pairs():
             sums.update(GHOST_RULES[type(layer)].sums(self, layer, a, g, weights))
         return [sums.get(p, torch.zeros_like(p)) for p in self.params]
 
-    def _linear_sums(self, layer: nn.Linear, a: Tensor, g: Tensor, weights: Tensor) -> dict[nn.Parameter, Tensor]:
+    def _linear_sums(self, layer: nn.Linear, a: Tensor, g: Tensor, weights: Tensor) -> dict[Tensor, Tensor]:
         a, g = self._sequence(a), self._sequence(g)
         sums = {}
         if layer.weight.requires_grad:
@@ -198,7 +199,7 @@ class GhostClipping:
             sums[layer.bias] = torch.einsum("b,bto->o", weights, g)
         return sums
 
-    def _conv_sums(self, layer: nn.Conv2d, a: Tensor, g: Tensor, weights: Tensor) -> dict[nn.Parameter, Tensor]:
+    def _conv_sums(self, layer: nn.Conv2d, a: Tensor, g: Tensor, weights: Tensor) -> dict[Tensor, Tensor]:
         sums = {}
         if layer.weight.requires_grad:
             cached = self._per_example_weight_grads.get(layer)
@@ -207,7 +208,7 @@ class GhostClipping:
             else:
                 row_weights = weights.repeat_interleave(self.rows_per_example)
                 weighted_g = g * row_weights.view(-1, 1, 1, 1)
-                weight_sum = torch.nn.grad.conv2d_weight(
+                weight_sum = conv2d_weight(
                     a, layer.weight.shape, weighted_g, layer.stride, layer.padding, layer.dilation
                 )
             sums[layer.weight] = weight_sum
@@ -290,7 +291,9 @@ class GhostClipping:
 
     @staticmethod
     def _unfold(layer: nn.Conv2d, a: Tensor) -> Tensor:
-        return F.unfold(a, layer.kernel_size, layer.dilation, layer.padding, layer.stride)
+        padding = layer.padding
+        assert not isinstance(padding, str), "ghost clipping pads convolutions by numbers (_plain_convolution)"
+        return F.unfold(a, layer.kernel_size, layer.dilation, padding, layer.stride)
 
     def clear(self) -> None:
         for layer in self.layers:
@@ -308,15 +311,18 @@ class GhostClipping:
             layer.row_capture = None
 
 
+Layer = TypeVar("Layer", bound=nn.Module)
+
+
 @dataclass(frozen=True)
-class GhostRule:
+class GhostRule(Generic[Layer]):
     """Ghost clipping for one layer type, as Opacus registers a grad sampler per type: the per-example
     squared gradient norms and the weighted gradient sums from a layer's captured inputs ``a`` and
     output gradients ``g``, and which settings of the layer the rule is exact for."""
 
-    norms: Callable[[GhostClipping, nn.Module, Tensor, Tensor], Tensor]
-    sums: Callable[[GhostClipping, nn.Module, Tensor, Tensor, Tensor], dict[nn.Parameter, Tensor]]
-    supports: Callable[[nn.Module], bool] = lambda layer: True
+    norms: Callable[[GhostClipping, Layer, Tensor, Tensor], Tensor]
+    sums: Callable[[GhostClipping, Layer, Tensor, Tensor, Tensor], dict[Tensor, Tensor]]
+    supports: Callable[[Layer], bool] = lambda layer: True
 
 
 def _plain_convolution(layer: nn.Conv2d) -> bool:
@@ -325,7 +331,7 @@ def _plain_convolution(layer: nn.Conv2d) -> bool:
 
 _LINEAR = GhostRule(GhostClipping._linear_norms, GhostClipping._linear_sums)
 #: the exact rule of each layer type ghost clipping supports (row-wise parameters capture their rows instead)
-GHOST_RULES: dict[type[nn.Module], GhostRule] = {
+GHOST_RULES: dict[type[nn.Module], GhostRule[Any]] = {
     nn.Linear: _LINEAR,
     MaskedLinear: _LINEAR,  # the same rule: its per-example weight gradient is (δ aᵀ) ⊙ M
     nn.Conv2d: GhostRule(GhostClipping._conv_norms, GhostClipping._conv_sums, _plain_convolution),
@@ -380,7 +386,7 @@ class OpacusGradSample:
 
     def clear(self) -> None:
         for p in self.params:
-            p.grad_sample = None
+            p.grad_sample = None  # type: ignore[attr-defined]  # Opacus' attribute
 
     def close(self) -> None:
         self.clear()

@@ -137,4 +137,4 @@ def _tensor_ids(modules: Iterable[nn.Module]) -> set[int]:
 def _digest(tensor: Tensor) -> str:
     """The tensor's bytes, hashed: exact (every bit counts) and read only during the watched steps."""
     data = tensor.detach().contiguous().cpu().view(-1).view(torch.uint8)
-    return hashlib.blake2b(data.numpy(), digest_size=16).hexdigest()
+    return hashlib.blake2b(data.numpy().tobytes(), digest_size=16).hexdigest()

@@ -1,28 +1,21 @@
 """An evaluation as a card shows it: ``model-index`` entries (huggingface_hub's ``EvalResult`` fields), each
-naming the extractor, classifier, score or attack that produced it and the protocol it ran under."""
+naming the extractor, classifier, score or attack that produced it and the protocol it ran under. A side value
+that the metric's spec names (``Metric.side_rows``: precision/recall's recall) gets a row of its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from zoo.release.metric_result import MetricResult
+from zoo.release.metric_spec import metric_spec
 
-def evaluator_of(result: dict[str, Any]) -> str:
+
+def evaluator_of(result: MetricResult) -> str:
     """What produced a result: the feature extractor, classifier, score or attack."""
-    protocol = result["protocol"]
     for key in ("feature_extractor", "classifier", "score"):
-        if protocol.get(key):
-            return str(protocol[key])
-    return "nearest-neighbour membership attack" if "nearest_neighbour" in result else "log_prob"
-
-
-def _side_numbers(result: dict[str, Any]) -> dict[str, float]:
-    """Numbers measured next to the headline value (a reference score, rates), rounded for the card."""
-    return {k: round(v, 4) for k, v in result.items() if isinstance(v, float) and k not in ("value", "std")}
-
-
-def _runs(result: dict[str, Any]) -> dict[str, int]:
-    """How many training runs a mean ± std is over."""
-    return {"runs": len(result["runs"])} if isinstance(result.get("runs"), list) else {}
+        if result.protocol.get(key):
+            return str(result.protocol[key])
+    return "nearest-neighbour membership attack" if "nearest_neighbour" in result.details else "log_prob"
 
 
 def _card_number(value: float, decimals: int) -> str:
@@ -31,30 +24,28 @@ def _card_number(value: float, decimals: int) -> str:
 
 
 def card_results(evaluation: dict[str, Any], dataset_name: str, task_type: str) -> list[dict[str, Any]]:
-    """``model-index`` entries for a card, each naming its evaluator."""
+    """``model-index`` entries for a card, each naming its evaluator: one per metric, and one per side value its
+    spec gives a row."""
     entries = []
-    for name, result in evaluation["results"].items():
-        protocol = result["protocol"]
-        evaluator = evaluator_of(result)
-        spread = f" ± {_card_number(result['std'], 2)}" if "std" in result else ""
-        entries.append(
-            {
-                "task_type": task_type,
-                "dataset_type": evaluation["dataset"],
-                "dataset_name": dataset_name,
-                "metric_type": name,
-                "metric_name": f"{name} ({evaluator}){spread}",
-                "metric_value": float(_card_number(result["value"], 3)),
-                "metric_config": "; ".join(
-                    f"{k}={v}"
-                    for k, v in {
-                        "unit": result.get("unit"),
-                        **_runs(result),
-                        **_side_numbers(result),
-                        **protocol,
-                    }.items()
-                    if v is not None
-                ),
-            }
-        )
+    for name, stored in evaluation["results"].items():
+        result = MetricResult.from_dict(stored)
+        rows = metric_spec(name).side_rows
+        sides = {k: round(v, 4) for k, v in result.side_values.items() if k not in rows}
+        runs = {"runs": len(result.runs)} if result.runs is not None else {}
+        shown = [(name, result.value, result.std, {"unit": result.unit, **runs, **sides})]
+        shown += [(f"{name}_{side}", result.side_values[side], None, {}) for side in rows if side in result.side_values]
+        for metric, value, std, described in shown:
+            spread = f" ± {_card_number(std, 2)}" if std is not None else ""
+            config = {**described, **result.protocol}
+            entries.append(
+                {
+                    "task_type": task_type,
+                    "dataset_type": evaluation["dataset"],
+                    "dataset_name": dataset_name,
+                    "metric_type": metric,
+                    "metric_name": f"{metric} ({evaluator_of(result)}){spread}",
+                    "metric_value": float(_card_number(value, 3)),
+                    "metric_config": "; ".join(f"{k}={v}" for k, v in config.items() if v is not None),
+                }
+            )
     return entries

@@ -8,7 +8,6 @@ card comes from ``zoo.release.cards``, the picture from the model itself (``samp
 from __future__ import annotations
 
 import importlib
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -41,6 +40,7 @@ from zoo.release.layout import (
 )
 from zoo.release.registry import default_load_name
 from zoo.release.save_target import SaveTargetError, check_save_target
+from zoo.release.staging import staged
 
 __all__ = [
     "CheckpointError",
@@ -171,9 +171,9 @@ def save_pretrained(
     """Write the Hub layout of ``model`` into ``directory`` (created if needed).
 
     A folder that already holds a model is replaced only with ``overwrite`` (``check_save_target``).
-    Every file is written to a staging folder first and moved in only when all succeeded, so a
-    failure never leaves a half-written model. ``load_as`` is what the card's usage snippet passes
-    to ``zoo.load`` (default: the model id for a shipped checkpoint, else the folder's name).
+    Every file is written to a staging folder first and moved in only when all succeeded
+    (``zoo.release.staging``), so a failure never leaves a half-written model. ``load_as`` is what the card's
+    usage snippet passes to ``zoo.load`` (default: the model id for a shipped checkpoint, else the folder's name).
     ``license``: the licence identifier the user chose (none by default: the card says it is unspecified).
     ``data``: the training data as the card describes it (``zoo.release.cards.DATA_LABELS``: name, records, classes,
     images, image_shape, preprocessing, held_out; all optional)."""
@@ -185,20 +185,13 @@ def save_pretrained(
     state = released_state_dict(model)
     if weights_dtype == "float16":
         state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.staging-", dir=directory.parent))
-    try:
+    with staged(directory) as staging:
         # as bytes through an ordinary open: the file gets the umask's mode like the others (save_file gives 0600)
         weights = safetensors_bytes(state, metadata={"format": "pt", "method": model.method})
         (staging / WEIGHTS_NAME).write_bytes(weights)
         write_config(staging, config)
         model.sample_picture(seed=sample_seed).save(staging / SAMPLES_NAME)
         model_card(config, load_as or default_load_name(model_id, directory), type(model)).save(staging / CARD_NAME)
-        directory.mkdir(exist_ok=True)
-        for file in staging.iterdir():
-            os.replace(file, directory / file.name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return directory
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,19 @@ def publishable_path(path: str) -> str:
     this machine's folders; a relative path as it is."""
     absolute = Path(path).expanduser()
     return (absolute.name or path) if absolute.is_absolute() else path
+
+
+def command_line(words: Sequence[str], options: Mapping[str, Any]) -> str:
+    """A command as a card records it, spelled from what a run was given: ``words``, then each option with its
+    value, quoted for the shell; an option whose value is None or False is left out, one whose value is True
+    is the flag alone."""
+    spelled = list(words)
+    for flag, value in options.items():
+        if value is True:
+            spelled.append(flag)
+        elif value is not None and value is not False:
+            spelled += [flag, str(value)]
+    return shlex.join(spelled)
 
 
 def publishable_command(command: str) -> str:

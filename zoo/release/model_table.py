@@ -13,31 +13,23 @@ measured, each with the extractor or classifier that measured it.
 from __future__ import annotations
 
 import argparse
+import functools
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from zoo.headline import stated_guarantee
+from zoo.methods import docs_page
 from zoo.release.layout import load_config
+from zoo.release.metric_result import MetricResult
+from zoo.release.metric_spec import Headline, registered_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- model-table:start -->", "<!-- model-table:end -->"
 
-#: method key of config.json (or, for per-class models, the base method) → docs page under docs/methods/
-METHOD_PAGES = {
-    "dp-lflow": "dp-lflow",
-    "dp-nf": "dp-nf",
-    "dp2-vae": "dp2-vae",
-    "dp2-vae-dp-encoder": "dp2-vae",
-    "gs-wgan": "gs-wgan",
-    "private-set": "private-set",
-    "p3dm": "p3dm",
-    "dp-merf": "dp-merf",
-    "dp-mepf": "dp-mepf",
-    "dp-kernel": "dp-kernel",
-}
-#: table order: methods in this order, then data, then ε
-METHOD_ORDER = list(dict.fromkeys(METHOD_PAGES.values()))
+#: the method pages, ``docs/methods/<page>.md``
+METHOD_PAGES = ROOT / "docs" / "methods"
 
 
 def load_configs(checkpoints: Path) -> list[dict[str, Any]]:
@@ -55,15 +47,27 @@ def method_key(config: dict[str, Any]) -> str:
 
 
 def method_page(config: dict[str, Any]) -> str:
-    return METHOD_PAGES.get(method_key(config), "index")
+    """The docs page of the model's method (``zoo.methods.docs_page``), refused when docs/methods/ lacks it: a row
+    links the page that says how its model was trained, never a stand-in."""
+    page = docs_page(method_key(config))
+    if not (METHOD_PAGES / f"{page}.md").is_file():
+        raise FileNotFoundError(f"{config['model_id']}: its method's page {METHOD_PAGES / page}.md does not exist")
+    return page
+
+
+@functools.cache
+def method_order() -> list[str]:
+    """The method pages in the order the docs' navigation lists them (mkdocs.yml): the table's order of methods."""
+    return list(dict.fromkeys(re.findall(r"\bmethods/([\w-]+)\.md\b", (ROOT / "mkdocs.yml").read_text())))
 
 
 def _order(config: dict[str, Any]) -> tuple:
-    page = method_page(config)
+    """Methods in the docs' order (a page missing from the navigation last), then data, then ε."""
+    page, order = method_page(config), method_order()
     headline = config.get("headline") or {}
     epsilon = headline.get("epsilon")
     return (
-        METHOD_ORDER.index(page) if page in METHOD_ORDER else len(METHOD_ORDER),
+        order.index(page) if page in order else len(order),
         data_name(config),
         -1.0 if epsilon is None else epsilon,
         config["model_id"],
@@ -86,30 +90,27 @@ def _results(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def headline_numbers(config: dict[str, Any]) -> str:
-    """The card's headline measurements: CNN and ResNet CAS, the paper's set accuracy, FID with its extractor and sample
-    count, and for tables the test log-likelihood and anomaly AUROC."""
-    results, parts = _results(config), []
-    if "cas_cnn" in results:
-        parts.append(f"CNN CAS {_mean_std(results['cas_cnn'])}")
-    if "cas_resnet" in results:
-        parts.append(f"ResNet-18 CAS {_mean_std(results['cas_resnet'])}")
-    if "set_accuracy" in results:
-        parts.append(f"set accuracy {_mean_std(results['set_accuracy'])}")
-    for name, extractor in (("fid", "Inception"), ("fid_lenet", "LeNet")):
-        if name in results:
-            samples = (results[name].get("protocol") or {}).get("samples")
-            count = f", {samples:,} samples" if isinstance(samples, int) else ""
-            parts.append(f"FID {results[name]['value']:.1f} ({extractor}{count})")
-    if "log_likelihood" in results and "cas_cnn" not in results:
-        parts.append(f"test log-likelihood {results['log_likelihood']['value']:.3g}")
-    if "anomaly_auroc" in results:
-        parts.append(f"anomaly AUROC {results['anomaly_auroc']['value']:.3f}")
+    """The card's headline measurements, in the order their metrics are declared (``zoo.metrics.specs``): each
+    metric with a headline that the card measured, under its column's words, FID with its extractor and sample
+    count."""
+    results = _results(config)
+    parts = [
+        _headline_part(metric.headline, MetricResult.from_dict(results[name]))
+        for name, metric in registered_metrics().items()
+        if metric.headline and name in results and not any(other in results for other in metric.headline.unless)
+    ]
     return "; ".join(parts) or "not evaluated"
 
 
-def _mean_std(result: dict[str, Any]) -> str:
-    std = result.get("std")
-    return f"{result['value']:.2f}" + (f" ± {std:.2f}" if std is not None else "")
+def _headline_part(headline: Headline, result: MetricResult) -> str:
+    number = format(result.value, headline.digits)
+    if result.std is not None:
+        number += f" ± {format(result.std, headline.digits)}"
+    if not headline.measured_by:
+        return f"{headline.column} {number}"
+    samples = result.protocol.get("samples")
+    count = f", {samples:,} samples" if isinstance(samples, int) else ""
+    return f"{headline.column} {number} ({headline.measured_by}{count})"
 
 
 def table(configs: list[dict[str, Any]], link: str) -> list[str]:

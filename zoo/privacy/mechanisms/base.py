@@ -30,8 +30,22 @@ class TrainingMechanism:
 
     #: the mechanism's name in the ledger
     name: str
-    #: the per-example gradient engine, for the ledger (None when the mechanism has none)
-    per_example_gradients: str | None = None
+
+    def __init__(
+        self,
+        pl_module: pl.LightningModule,
+        max_grad_norm: float,
+        per_example_mode: str,
+        loss_reduction: str,
+        noise_generator: torch.Generator,
+    ) -> None:
+        """What DPCallback builds every mechanism from: the module, the clip bound C, the per-example gradient
+        engine, how the loss reduces over a batch, and the generator of the noise."""
+
+    @property
+    def per_example_gradients(self) -> str | None:
+        """The per-example gradient engine, for the ledger (None when the mechanism has none)."""
+        return None
 
     def sampling(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Sampling:
         """Check the sampling the accountant assumes and report it."""

@@ -55,9 +55,9 @@ class HelperQueryDPSGD(PerExampleDPSGD):
     ) -> None:
         super().__init__(pl_module, max_grad_norm, per_example_mode, loss_reduction, noise_generator)
         try:
-            helpers: PrivateHelpers = pl_module.queried_helpers
-            self.terms_per_step = int(pl_module.helper_terms_per_step)
-            self.dataset_size = int(pl_module.private_dataset_size)
+            helpers: PrivateHelpers = pl_module.queried_helpers  # type: ignore[assignment]
+            self.terms_per_step = int(pl_module.helper_terms_per_step)  # type: ignore[arg-type]
+            self.dataset_size = int(pl_module.private_dataset_size)  # type: ignore[arg-type]
         except AttributeError as missing:
             raise PrivacyConfigError(
                 f"{type(pl_module).__name__} computes its DP-SGD terms through private helpers and must define "

@@ -97,7 +97,7 @@ class KernelEmbeddingRelease(TrainingMechanism):
     def start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, accounted: float) -> None:
         self.release = NoisedEmbedding(accounted, self.max_norm, self._expected_batch_size, self.noise_generator)
         self._releases_at_last_step = 0
-        pl_module.embedding_release = self.release
+        pl_module.embedding_release = self.release  # type: ignore[assignment]
 
     def is_private_step(self, optimizer: torch.optim.Optimizer) -> bool:
         return self.release is not None and self.release.releases > self._releases_at_last_step

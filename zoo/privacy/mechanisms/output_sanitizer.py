@@ -53,9 +53,9 @@ class OutputGradientSanitizer(TrainingMechanism):
         noise_generator: torch.Generator,
     ) -> None:
         try:
-            self.sample_rate = check_sample_rate(float(pl_module.sanitizer_sample_rate))
-            self.rows_per_step = int(pl_module.sanitized_rows_per_step)
-            self.dataset_size = int(pl_module.private_dataset_size)
+            self.sample_rate = check_sample_rate(float(pl_module.sanitizer_sample_rate))  # type: ignore[arg-type]
+            self.rows_per_step = int(pl_module.sanitized_rows_per_step)  # type: ignore[arg-type]
+            self.dataset_size = int(pl_module.private_dataset_size)  # type: ignore[arg-type]
         except AttributeError as missing:
             raise PrivacyConfigError(
                 f"{type(pl_module).__name__} declares B3 and must define sanitizer_sample_rate (γ, the chance "
@@ -90,7 +90,7 @@ class OutputGradientSanitizer(TrainingMechanism):
         sigma = row_noise_multiplier(accounted, self.rows_per_step)
         self.sanitizer = GradientSanitizer(sigma, self.max_grad_norm, self.loss_reduction, self.noise_generator)
         self._rows_at_last_step = 0
-        pl_module.gradient_sanitizer = self.sanitizer
+        pl_module.gradient_sanitizer = self.sanitizer  # type: ignore[assignment]
 
     def is_private_step(self, optimizer: torch.optim.Optimizer) -> bool:
         """A step is private when sanitised rows reached it (a critic's optimizer steps without any)."""
@@ -149,10 +149,10 @@ class GradientSanitizer:
 
 class _Sanitize(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor: Tensor, sanitizer: GradientSanitizer) -> Tensor:  # type: ignore[override]
+    def forward(ctx, tensor: Tensor, sanitizer: GradientSanitizer) -> Tensor:
         ctx.sanitizer = sanitizer
         return tensor.view_as(tensor)
 
     @staticmethod
-    def backward(ctx, grad: Tensor):  # type: ignore[override]
+    def backward(ctx, grad: Tensor):
         return ctx.sanitizer.sanitize_gradient(grad), None
