@@ -2,11 +2,11 @@
 perceptual features of a network trained on public data in place of random features of pixels.
 
 Stages: (1) Release: E = Σ_i (w ⊙ φ(x_i)) ⊗ e_{y_i} over the private training records, noised once,
-where φ (``PerceptualFeatures``) concatenates parts of norm ≤ 1 each (the chosen blocks' outputs of the
-frozen public network, spatial layout kept, normalised per block; optionally their squares, and DP-MERF's
-random Fourier features of the pixels) and w weights the parts with Σ w_k² = 1; (2) PublicSteps: a
-conditional generator G is trained to minimise ‖Ẽ_k / (w_k n) − mean_j φ_k(G(z_j, y_j)) ⊗ e_{y_j}‖² summed
-over the parts k (each part's features at unit scale), reading only Ẽ (post-processing).
+where φ (``PerceptualFeatures``) concatenates parts of norm ≤ 1 each (the chosen taps' outputs of the
+frozen public network, its stem and blocks, spatial layout kept, normalised per tap; optionally their
+squares, and DP-MERF's random Fourier features of the pixels) and w weights the parts with Σ w_k² = 1;
+(2) PublicSteps: a conditional generator G is trained to minimise ‖Ẽ_k / (w_k n) − mean_j φ_k(G(z_j, y_j)) ⊗
+e_{y_j}‖² summed over the parts k (each part's features at unit scale), reading only Ẽ (post-processing).
 
 Theorem (add/remove-one neighbouring datasets, n public). Every record's term (w ⊙ φ(x)) ⊗ e_y has L2
 norm ‖w ⊙ φ(x)‖ ≤ (Σ_k w_k²)^½ = 1, since each part of φ(x) has norm ≤ 1 (computed in float64 for the
@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from lightning_modules.nets.generators import build_generator
-from lightning_modules.nets.perceptual_features import PerceptualFeatures
+from lightning_modules.nets.perceptual_features import PerceptualFeatures, taps_description
 from lightning_modules.parts.mean_embedding import MeanEmbeddingGenerator
 from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import DPBudget, PrivacyBarrier, PrivacyLedger
@@ -49,6 +49,8 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         network: str = "efficientnet_lite0",
         blocks: Sequence[int] = (1, 2, 3, 4),
         input_size: int = 32,
+        stem: bool = False,
+        network_bf16: bool = False,
         mean_weight: float = 1.0,
         second_weight: float = 0.0,
         pixel_weight: float = 0.0,
@@ -70,8 +72,11 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         residual_average_lr: float | None = None,
         final_decay: float | None = None,
     ) -> None:
-        """``network``'s blocks ``blocks`` (EfficientNet-Lite0: 0–6) read images resized to ``input_size``
-        (grey repeated to three channels). The parts' weights (``mean_weight``, ``second_weight`` for the
+        """``network``'s blocks ``blocks`` (EfficientNet-Lite0: 0–6), and its stem's output if ``stem``, read
+        images resized to ``input_size`` (grey repeated to three channels); ``network_bf16`` runs the frozen
+        network alone under bfloat16 autocast on a CUDA device (a no-op on the CPU: the release, which runs
+        on the CPU, and the loss stay float64/float32, and the sensitivity rests on the normalisation after the
+        network, never on its precision). The parts' weights (``mean_weight``, ``second_weight`` for the
         squared outputs, ``pixel_weight`` for ``pixel_features`` random Fourier features of the pixels at
         ``pixel_kernel_width``) are normalised to unit L2 norm: they split the one release's noise. The
         generator is built as DP-MERF's (``nets.generators.build_generator``; ``"upsampling"`` is the official
@@ -85,12 +90,14 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
             network,
             blocks,
             input_size,
-            mean_weight,
-            second_weight,
-            pixel_weight,
-            pixel_features,
-            pixel_kernel_width,
-            feature_seed,
+            stem=stem,
+            network_bf16=network_bf16,
+            mean_weight=mean_weight,
+            second_weight=second_weight,
+            pixel_weight=pixel_weight,
+            pixel_features=pixel_features,
+            pixel_kernel_width=pixel_kernel_width,
+            seed=feature_seed,
         )
         self.generator = build_generator(
             kind=generator,
@@ -147,13 +154,18 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
 
     def _record_public_network(self, ledger: PrivacyLedger) -> None:
         """Name the public network, its weights' digest and its training data in the ledger's public data."""
-        spec = self.features.network_spec
+        features = self.features
+        spec = features.network_spec
+        size = features.input_size
         use = PublicDataUse(
-            dataset_id=f"imagenet-1k/train (through {spec.name})",
+            dataset_id=f"{spec.training_data_id} (through {spec.name})",
             records=spec.training_images,
             source=spec.source(),
-            stage=f"feature network of the release: blocks {list(self.features.blocks)}",
-            records_identity=f"imagenet-1k/train#{spec.sha256[:16]}",
+            stage=(
+                f"feature network of the release: {taps_description(features.blocks, features.stem)} at "
+                f"{size}×{size} input (trained at {spec.input_size}×{spec.input_size})"
+            ),
+            records_identity=f"{spec.training_data_id}#{spec.sha256[:16]}",
         )
         recorded = {(u.dataset_id, u.source, u.stage) for u in ledger.public_data}
         if (use.dataset_id, use.source, use.stage) not in recorded:
@@ -171,8 +183,9 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
     @classmethod
     def card_notes(cls, config: dict[str, Any]) -> list[str]:
         arch = config["architecture"]
+        taps = taps_description(arch["blocks"], arch.get("stem", False))  # shipped configs predate the stem
         parts = [
-            f"the outputs of blocks {list(arch['blocks'])} of the public network {arch['network']} at "
+            f"the outputs of {taps} of the public network {arch['network']} at "
             f"{arch['input_size']}×{arch['input_size']} input (spatial layout kept, normalised per block)"
         ]
         if arch["second_weight"] > 0:

@@ -256,6 +256,13 @@ def _before_training(
         say(f"estimated time: not measured ({type(error).__name__}: {error})")
         return
     say(f"estimated time: {estimate.line() if estimate else 'unknown (the recipe sets no number of steps)'}")
+    bound = (trainer_options.get("max_time") or {}).get("seconds")
+    if estimate and bound and estimate.seconds > bound:
+        fit = min(estimate.steps, int(bound * estimate.rate))
+        say(
+            f"  --max-time stops it after about {fit:,} of the {estimate.steps:,} steps: a generator short of its "
+            "steps has not finished fitting the release, and its samples will show it"
+        )
 
 
 def _after_training(model: DPGenerativeModel, plan: FolderPlan, request: TrainRequest, target: Path) -> None:
@@ -271,10 +278,12 @@ def _after_training(model: DPGenerativeModel, plan: FolderPlan, request: TrainRe
         f"card: {target / CARD_NAME}",
     )
     trained_fully = plan.recipe_steps is None or model.trainer.global_step >= plan.recipe_steps
-    say(*_verdict(model, plan, target, trained_fully))
+    say(*_verdict(model, plan, request, target, trained_fully))
 
 
-def _verdict(model: DPGenerativeModel, plan: FolderPlan, target: Path, trained_fully: bool) -> list[str]:
+def _verdict(
+    model: DPGenerativeModel, plan: FolderPlan, request: TrainRequest, target: Path, trained_fully: bool
+) -> list[str]:
     """How close the samples are to the held-out images (``zoo.metrics.closeness``), for the data owner only: the
     held-out images are theirs, outside the model's guarantee, so the number reaches the card only when asked.
     ``trained_fully``: the recipe's steps all ran (more steps are then no remedy)."""
@@ -294,7 +303,7 @@ def _verdict(model: DPGenerativeModel, plan: FolderPlan, target: Path, trained_f
         return [f"verdict: not computed: {missing}"]
     per_class = ", ".join(f"{name} {value:.2f}" for name, value in result.per_class.items())
     return [
-        f"verdict: {result.value:.2f}, {result.sentence(trained_fully)}",
+        f"verdict: {result.value:.2f}, {result.sentence(trained_fully, from_base=request.init_from is not None)}",
         f"  (0: as close as your other held-out images; 1: no closer than each class's average picture; shipped "
         f"models score 0.22-0.73 on MNIST, 0.55 on CIFAR-10 (docs/own-data.md). By class: {per_class}. From "
         f"{len(held_out.labels):,} held-out images and {result.samples:,} samples)",

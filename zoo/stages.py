@@ -40,6 +40,7 @@ from torch.utils.data import DataLoader, Sampler
 from zoo.data.public import PublicData
 from zoo.privacy import Budget, DPBudget, PACBudget, PrivacyConfigError, PrivacyLedger
 from zoo.privacy.callback import CHECKPOINT_KEY
+from zoo.privacy.private_data import DeclaredPrivateData
 
 #: where a Lightning checkpoint records the stage it was written in
 STAGE_KEY = "dpzoo_stage"
@@ -132,18 +133,19 @@ class StepIndexData(pl.LightningDataModule):
     def __init__(self, private: Any, steps: int) -> None:
         super().__init__()
         self.private, self.steps = private, steps
+        self._declared = DeclaredPrivateData(private)
 
     @property
     def dataset_id(self) -> str | None:
-        return getattr(self.private, "dataset_id", None)
+        return self._declared.dataset_id
 
     @property
     def partition_of(self) -> str | None:
-        return getattr(self.private, "partition_of", None)
+        return self._declared.partition_of
 
     @property
     def records_identity(self) -> str | None:
-        return getattr(self.private, "records_identity", None)
+        return self._declared.records_identity
 
     def setup(self, stage: str) -> None:
         self.private.setup(stage)

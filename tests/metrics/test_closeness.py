@@ -51,6 +51,7 @@ def test_fresh_draws_are_near_averages_at_one_and_swapped_classes_far() -> None:
     assert swapped.value > FAR and set(swapped.per_class) == set(CLASSES)
     assert "far from your held-out images" in swapped.sentence() and "train for" not in swapped.sentence()
     assert "train for the recipe's full steps" in swapped.sentence(trained_fully=False)
+    assert "public base" in swapped.sentence() and "public base" not in swapped.sentence(from_base=True)
     assert Closeness(NEAR / 2, {}, 1, 1).sentence() == "near your held-out images"
 
 
