@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.nets.generators import build_generator, generate_conditional, generated_embedding
+from lightning_modules.nets.generators import generate_conditional, generated_embedding, generator_from
 from lightning_modules.nets.random_features import fourier_features, mixture_frequencies
 from lightning_modules.parts.central_images import CentralImagesWarmStart
 from zoo.errors import UserError
@@ -76,17 +76,7 @@ class DPKernel(CentralImagesWarmStart, DPGenerativeModel):
             raise UserError(f"generated_per_step must be a positive integer, got {generated_per_step}")
         self.save_hyperparameters()
         self.num_classes = num_classes
-        self.generator = build_generator(
-            kind=generator,
-            code_dim=code_dim,
-            num_classes=num_classes,
-            image_shape=image_shape,
-            hidden=hidden,
-            channels=channels,
-            kernel_size=kernel_size,
-            batch_norm=batch_norm,
-            width=generator_width,
-        )
+        self.generator = generator_from(self.hparams)
         self.init_warm_start()
 
     def stages(self, datamodule: Any) -> list[Stage]:

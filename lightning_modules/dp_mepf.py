@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.nets.generators import build_generator
+from lightning_modules.nets.generators import generator_from
 from lightning_modules.nets.perceptual_features import PerceptualFeatures, taps_description
 from lightning_modules.parts.mean_embedding import MeanEmbeddingGenerator
 from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
@@ -99,17 +99,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
             pixel_kernel_width=pixel_kernel_width,
             seed=feature_seed,
         )
-        self.generator = build_generator(
-            kind=generator,
-            code_dim=code_dim,
-            num_classes=num_classes,
-            image_shape=image_shape,
-            hidden=hidden,
-            channels=channels,
-            kernel_size=kernel_size,
-            batch_norm=batch_norm,
-            width=generator_width,
-        )
+        self.generator = generator_from(self.hparams)
         self.register_buffer("released_embedding", torch.zeros(self.features.features, num_classes))
         self.init_matching()
 

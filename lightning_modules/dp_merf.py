@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightning_modules.nets.generators import build_generator
+from lightning_modules.nets.generators import generator_from
 from lightning_modules.nets.random_features import RandomFourierFeatures
 from lightning_modules.parts.central_images import CentralImagesWarmStart
 from lightning_modules.parts.mean_embedding import MeanEmbeddingGenerator
@@ -75,17 +75,7 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.features = RandomFourierFeatures(math.prod(image_shape), features, kernel_width, feature_seed)
-        self.generator = build_generator(
-            kind=generator,
-            code_dim=code_dim,
-            num_classes=num_classes,
-            image_shape=image_shape,
-            hidden=hidden,
-            channels=channels,
-            kernel_size=kernel_size,
-            batch_norm=batch_norm,
-            width=generator_width,
-        )
+        self.generator = generator_from(self.hparams)
         self.register_buffer("released_embedding", torch.zeros(features, num_classes))
         self.init_matching()
         self.init_warm_start()

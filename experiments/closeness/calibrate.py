@@ -22,6 +22,7 @@ def main() -> None:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--models", nargs="*", default=[])
     parser.add_argument("--per-class", type=int, default=50, help="samples per class")
+    parser.add_argument("--models-only", action="store_true", help="leave out the noise and fresh-image rows")
     args = parser.parse_args()
     images, labels = load_images(args.dataset, train=False)
     classes = [str(c) for c in range(int(labels.max()) + 1)]
@@ -38,9 +39,15 @@ def main() -> None:
         return cache[key]
 
     sample_labels = torch.arange(len(classes)).repeat(args.per_class)
-    rows = {"uniform noise": torch.rand(len(sample_labels), *images.shape[1:], generator=generator)}
     fresh = torch.cat([torch.nonzero(labels == c).flatten()[-args.per_class :] for c in range(len(classes))])
-    rows["fresh test images"] = images[fresh]
+    rows = (
+        {}
+        if args.models_only
+        else {
+            "uniform noise": torch.rand(len(sample_labels), *images.shape[1:], generator=generator),
+            "fresh test images": images[fresh],
+        }
+    )
     fresh_labels = labels[fresh]
     for model_id in args.models:
         rows[model_id] = zoo.load(model_id).sample(len(sample_labels), labels=sample_labels, seed=2)

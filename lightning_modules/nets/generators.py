@@ -4,7 +4,8 @@ checkerboard), the others GS-WGAN's DCGAN/ResNet generators."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -40,6 +41,22 @@ def build_generator(
     if kind == "upsampling":
         return UpsamplingResNetGenerator(code_dim, num_classes, width, image_shape)
     return GENERATORS[kind](code_dim, num_classes, width, image_shape)
+
+
+def generator_from(hparams: Mapping[str, Any]) -> nn.Module:
+    """``build_generator`` from a method's hyperparameters, which the three embedding methods name alike
+    (``generator``, ``code_dim``, ..., ``generator_width``)."""
+    return build_generator(
+        kind=hparams["generator"],
+        code_dim=hparams["code_dim"],
+        num_classes=hparams["num_classes"],
+        image_shape=hparams["image_shape"],
+        hidden=hparams["hidden"],
+        channels=hparams["channels"],
+        kernel_size=hparams["kernel_size"],
+        batch_norm=hparams["batch_norm"],
+        width=hparams["generator_width"],
+    )
 
 
 def generate_conditional(generator: nn.Module, code_dim: int, labels: Tensor, rng: torch.Generator) -> Tensor:
