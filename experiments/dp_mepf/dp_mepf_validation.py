@@ -27,13 +27,12 @@ from torchvision.utils import save_image
 from tqdm import trange
 
 from lightning_modules.dp_mepf import DPMEPF
-from lightning_modules.nets.perceptual_features import PerceptualFeatures
 from lightning_modules.nets.random_features import labelled_embedding
 from zoo.metrics import fidelity_metrics
 from zoo.privacy import calibrate_noise_multiplier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/: the probes' shared protocol
-from dp_mepf.gap_ratio import class_means_per_block, gap_ratios  # noqa: E402
+from dp_mepf.gap_ratio import GapProbe, draw_samples  # noqa: E402
 from validation_halves import held_out_cnn_accuracy, validation_halves  # noqa: E402
 
 
@@ -85,48 +84,6 @@ def main() -> None:
             fidelity_metrics(samples[: args.fid], held_out[0], ("fid",), args.dataset)["fid"]["value"], 1
         )
     print(json.dumps({**report, "secs": round(time.time() - start)}))
-
-
-def draw_samples(model: DPMEPF, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` samples in balanced classes, the generator in evaluation mode, and their labels."""
-    model.eval()
-    labels = torch.arange(n) % 10
-    with torch.no_grad():
-        samples = torch.cat(
-            [model.generate(1000, labels[i : i + 1000], torch.default_generator) for i in range(0, n, 1000)]
-        )
-    model.train()
-    return samples, labels
-
-
-class GapProbe:
-    """Gap ratios of samples against the two halves of the held-out images (never the embedded half), on the
-    model's own blocks and on a fixed reference (EfficientNet-Lite0 blocks 0-4 at 64×64, finer than the
-    shipped recipes' features) so that settings with different features compare; the real halves' class means
-    are computed once."""
-
-    def __init__(self, model: DPMEPF, held_out: tuple[torch.Tensor, torch.Tensor]) -> None:
-        images, labels = held_out
-        half = len(labels) // 2
-        self.size = len(labels) - half
-        shape = tuple(images.shape[1:])
-        self.probes = {
-            "gap_own": model.features,
-            "gap_ref": PerceptualFeatures(shape, blocks=(0, 1, 2, 3, 4), input_size=64),
-        }
-        self.real = {
-            name: [
-                class_means_per_block(f, images[part], labels[part], 10) for part in (slice(half), slice(half, None))
-            ]
-            for name, f in self.probes.items()
-        }
-
-    def __call__(self, samples: tuple[torch.Tensor, torch.Tensor]) -> dict[str, list[float]]:
-        images, labels = samples[0][: self.size], samples[1][: self.size]
-        return {
-            name: [round(g, 2) for g in gap_ratios(*self.real[name], class_means_per_block(f, images, labels, 10))]
-            for name, f in self.probes.items()
-        }
 
 
 if __name__ == "__main__":
