@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -234,3 +235,30 @@ def without_lightning_tips() -> Iterator[None]:
         yield
     finally:
         lightning_messages.log.removeFilter(tips)
+
+
+class ResumedEpochProgress(pl.Callback):
+    """Gives a fit resumed mid-epoch its progress bar back. Lightning skips ``on_train_epoch_start`` when it
+    restarts inside an epoch, and the bar is left as "Training: n/?" with no total and no ETA; a resumed
+    long fit (every stage is one epoch of ``max_steps`` batches) is where the ETA matters most. On the first
+    batch, the bar gets its total and description, and counts from the batches already run, so that its rate
+    is that of this run."""
+
+    def __init__(self) -> None:
+        self._pending = True
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, *_: Any) -> None:
+        if not self._pending:
+            return
+        self._pending = False
+        bar = trainer.progress_bar_callback
+        if not (trainer.fit_loop.restarted_mid_epoch and isinstance(bar, pl.callbacks.TQDMProgressBar)):
+            return
+        bar.on_train_epoch_start(trainer, pl_module)  # Lightning's total here counts the remaining steps only
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.processed
+        remaining = trainer.num_training_batches - done
+        if trainer.max_steps > 0:
+            remaining = min(remaining, trainer.max_steps - trainer.global_step)
+        progress = bar.train_progress_bar
+        progress.total = None if math.isinf(remaining) else done + int(remaining)
+        progress.initial = progress.n = done

@@ -40,6 +40,7 @@ from zoo.stages import (
     PublicStatistic,
     PublicSteps,
     Release,
+    ResumedEpochProgress,
     Stage,
     StepIndexData,
     check_plan,
@@ -184,6 +185,7 @@ def _run(
         return
     if stage.max_steps is not None:
         options = {**options, "max_steps": stage.max_steps}
+    callbacks = [*callbacks, ResumedEpochProgress()]
     if isinstance(stage, PublicSteps):
         trainer = pl.Trainer(callbacks=callbacks, **options)
         trainer.fit(
