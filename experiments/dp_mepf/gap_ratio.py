@@ -81,7 +81,7 @@ class GapProbe:
         own = model.features
         self.probes: dict[str, PerceptualFeatures] = {"gap_own": own}
         if (own.network_spec.name, own.blocks, own.input_size, own.stem) != REFERENCE_TAPS:
-            self.probes["gap_ref"] = PerceptualFeatures(shape, blocks=REFERENCE_TAPS[1], input_size=64)
+            self.probes["gap_ref"] = PerceptualFeatures(shape, blocks=REFERENCE_TAPS[1], input_size=REFERENCE_TAPS[2])
         self.real = {
             name: [
                 class_means_per_block(f, images[part], labels[part], 10) for part in (slice(half), slice(half, None))
