@@ -355,7 +355,11 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
         "`dpzoo evaluate`. Experts: `dpzoo fit --config RECIPE --images FOLDER`.",
     )
     train.add_argument("folder", help="the image folder")
-    train.add_argument("--method", required=True, help="an image method with recipes in configs/, e.g. dp-merf")
+    train.add_argument(
+        "--method",
+        required=True,
+        help="an image method with recipes in configs/, e.g. dp-mepf (best measured on colour photos) or dp-merf",
+    )
     train.add_argument("--epsilon", type=float, required=True, help="the privacy budget ε for the folder")
     train.add_argument("--delta", type=float, default=1e-5, help="δ (default: 1e-5)")
     train.add_argument("--out", default=None, help="model folder to write (default: out/<folder>-<method>)")
