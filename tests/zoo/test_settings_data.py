@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.zoo.test_cifar10 import REAL_DATA
+from zoo.data import ImageFolderDataModule
 from zoo.data.folders import folder_parts
 from zoo.data.partition import train_validation_split
 from zoo.release.registry import checkpoints_dir
@@ -29,6 +30,7 @@ FOLDERS_SCRIPT = _folders_script()
 VALIDATION = FOLDERS_SCRIPT.VALIDATION
 NAMED_SPLIT = re.compile(r"^(mnist|fashion_mnist|cifar10)/train\[seed=(\d+),minus-validation=(\d+)\]")
 HELD_FOR_VALIDATION = re.compile(r"minus-validation=(\d+)\]")
+HASHED_VALIDATION = re.compile(r"validation=([\d.]+),seed=(\d+)\]")
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(checkpoints_dir().glob("*/config.json"))
 
@@ -73,4 +75,17 @@ def test_the_cifar10_class_folders_of_shipped_models_hold_no_validation_image(tm
             ledger = config["privacy_ledger"]
             for use in ledger["entries"] or ledger["public_data"]:  # a private folder's uses, or a public base's
                 size = use.get("dataset_size", use.get("records"))
-                assert size == len(part.files) - int(HELD_FOR_VALIDATION.search(use["dataset_id"])[1])
+                assert size == _training_images(tmp_path / name, use["dataset_id"]), use["dataset_id"]
+
+
+def _training_images(folder: Path, dataset_id: str) -> int:
+    """How many of ``folder``'s training images a use named ``dataset_id`` trained on: the folder less the
+    count it held out (``minus-validation=N``) or less the images its fraction's hash split keeps out
+    (``validation=F,seed=S``, which no other image's presence moves)."""
+    held = HELD_FOR_VALIDATION.search(dataset_id)
+    if held:
+        return len(folder_parts(folder)[0].files) - int(held[1])
+    fraction = HASHED_VALIDATION.search(dataset_id)
+    assert fraction, f"{dataset_id} names no validation split"
+    module = ImageFolderDataModule(str(folder), validation_size=float(fraction[1]), split_seed=int(fraction[2]))
+    return sum(side == "train" for side in module.file_sides().values())
