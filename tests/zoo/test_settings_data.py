@@ -75,16 +75,16 @@ def test_the_cifar10_class_folders_of_shipped_models_hold_no_validation_image(tm
             ledger = config["privacy_ledger"]
             for use in ledger["entries"] or ledger["public_data"]:  # a private folder's uses, or a public base's
                 size = use.get("dataset_size", use.get("records"))
-                assert size == _training_images(tmp_path / name, use["dataset_id"]), use["dataset_id"]
+                assert size == _training_images(tmp_path / name, len(part.files), use["dataset_id"]), use["dataset_id"]
 
 
-def _training_images(folder: Path, dataset_id: str) -> int:
-    """How many of ``folder``'s training images a use named ``dataset_id`` trained on: the folder less the
+def _training_images(folder: Path, files: int, dataset_id: str) -> int:
+    """How many of ``folder``'s ``files`` training images a use named ``dataset_id`` trained on: those less the
     count it held out (``minus-validation=N``) or less the images its fraction's hash split keeps out
     (``validation=F,seed=S``, which no other image's presence moves)."""
     held = HELD_FOR_VALIDATION.search(dataset_id)
     if held:
-        return len(folder_parts(folder)[0].files) - int(held[1])
+        return files - int(held[1])
     fraction = HASHED_VALIDATION.search(dataset_id)
     assert fraction, f"{dataset_id} names no validation split"
     module = ImageFolderDataModule(str(folder), validation_size=float(fraction[1]), split_seed=int(fraction[2]))
