@@ -10,12 +10,12 @@ import pytest
 
 from zoo.metrics.classifiers import CLASSIFIERS
 from zoo.metrics.datasets import Evaluator, evaluators, register_evaluator
-from zoo.metrics.publication import UnpublishableMetricError, check_publishable
 from zoo.release import metric_spec as declared_metrics
 from zoo.release.evaluation_results import card_results
 from zoo.release.layout import load_config
 from zoo.release.metric_result import MetricResult
 from zoo.release.metric_spec import Headline, Metric, UnknownMetricError, metric_spec, register_metric
+from zoo.release.publication import UnpublishableMetricError, check_publishable
 from zoo.release.registry import checkpoints_dir
 
 

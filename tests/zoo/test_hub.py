@@ -227,7 +227,7 @@ def test_card_model_index_names_the_evaluator(saved, tmp_path):
         "task_type": "unconditional-image-generation",
         "dataset_type": "toy",
         "dataset_name": "toy images",
-        "metric_type": "fid_toy",
+        "metric_type": "fid",
         "metric_name": "FID (toy extractor)",
         "metric_value": 12.5,
         "metric_config": "extractor=toy, 64 samples",
@@ -237,7 +237,7 @@ def test_card_model_index_names_the_evaluator(saved, tmp_path):
     )
     (parsed,) = ModelCard.load(folder / "README.md").data.eval_results
     assert (parsed.metric_type, parsed.metric_value, parsed.metric_config) == (
-        "fid_toy",
+        "fid",
         12.5,
         "extractor=toy, 64 samples",
     )

@@ -18,13 +18,13 @@ import torch
 from zoo.errors import TargetExistsError
 from zoo.metrics.datasets import evaluator_for
 from zoo.metrics.evaluate import evaluate
-from zoo.metrics.publication import check_publishable, check_reference_publishable
 from zoo.metrics.reference import TRAIN, check_held_out, dataset_name, training_split_reason
 from zoo.privacy import PrivacyLedger
 from zoo.release.cards import model_card
 from zoo.release.evaluation_results import card_results
 from zoo.release.layout import CARD_NAME, command_line, load_config, write_config
 from zoo.release.loading import resolve
+from zoo.release.publication import check_publishable, check_reference_publishable
 from zoo.release.registry import default_load_name
 from zoo.release.staging import staged
 
@@ -113,7 +113,7 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
     """Store an evaluation and its figures (PIL images under ``"figures"``) in a model folder and regenerate the
     card, all at once (a failure leaves the folder's files as they were). Under the protocol of the card's
     evaluation its metrics join the card's (the module docstring); under another, ``replace`` must be given.
-    Refuses local diagnostics (``zoo.metrics.publication``): a card publishes only what its guarantee covers."""
+    Refuses local diagnostics (``zoo.release.publication``): a card publishes only what its guarantee covers."""
     check_publishable(evaluation["results"])
     check_reference_publishable(evaluation.get("not_publishable"))
     directory = Path(directory)

@@ -38,6 +38,7 @@ from zoo.release.layout import (
     published_files,
     write_config,
 )
+from zoo.release.publication import check_evaluation_publishable
 from zoo.release.registry import default_load_name
 from zoo.release.save_target import SaveTargetError, check_save_target
 from zoo.release.staging import staged
@@ -99,7 +100,9 @@ def build_config(
     data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """config.json of ``model``: what it is, how it was trained (commands without local paths), the licence and
-    data description given, its ledger, and the headline ``dpzoo list`` reads (``zoo.release.cards.headline``)."""
+    data description given, its ledger, and the headline ``dpzoo list`` reads (``zoo.release.cards.headline``).
+    Every save and push builds its config here, so the evaluation given is refused here, before any file is
+    written, when ``--write-card`` would refuse it (``zoo.release.publication``)."""
     ledger = model.privacy_ledger
     if not isinstance(ledger, PrivacyLedger) or not (ledger.entries or ledger.pac_releases or ledger.public_data):
         raise CheckpointError(
@@ -109,6 +112,7 @@ def build_config(
     check_license(license)
     if data is not None:
         check_data(data)
+    check_evaluation_publishable(evaluation, model_id)
     config = {
         "format": CONFIG_FORMAT,
         "library": "dpzoo",
@@ -257,10 +261,12 @@ def push_to_hub(
 
 
 def push_folder(directory: str | Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
-    """Upload an existing model folder (after checking that it loads), its card's usage snippet
-    pointing at the Hub repository."""
+    """Upload an existing model folder (after checking that it loads and that its evaluation is publishable), its
+    card's usage snippet pointing at the Hub repository."""
     token = _hub_token(token)
-    check_unseeded(PrivacyLedger.from_dict(load_config(directory)["privacy_ledger"]), repo_id)
+    config = load_config(directory)
+    check_unseeded(PrivacyLedger.from_dict(config["privacy_ledger"]), repo_id)
+    check_evaluation_publishable(config.get("evaluation"), repo_id)
     from_pretrained(directory)
     with tempfile.TemporaryDirectory() as folder:
         for name in published_files(directory):

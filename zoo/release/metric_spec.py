@@ -5,7 +5,7 @@ tables ask these specs and name no metric.
 The registry sits under the release so that cards and tables can read it; the shipped metrics are declared in
 ``zoo.metrics.specs`` (torch-free: ``dpzoo list`` reads them without torch), imported on the first lookup, as
 ``zoo.methods`` finds the methods. Whether a metric reads protected records has no default: publication fails
-closed (``zoo.metrics.publication``), so a metric must say so to be published or refused."""
+closed (``zoo.release.publication``), so a metric must say so to be published or refused."""
 
 from __future__ import annotations
 
