@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,18 @@ def write_image_folder(
                 pixels = np.clip(rng.normal(60 + 70 * label, 30, (*size, 3)), 0, 255).astype(np.uint8)
                 image = Image.fromarray(pixels).convert(mode)
                 image.save(folder / f"{index}.{'jpg' if index % 2 else 'png'}")
+    return root
+
+
+#: the copies ``add_copies`` files, original to copy: one beside itself in its class (as a file manager names a
+#: copy), one in another class (a cat photo also filed under dogs)
+COPIES = {"cats/3.jpg": "cats/3 (1).jpg", "cats/5.jpg": "dogs/cat too.jpg"}
+
+
+def add_copies(root: Path) -> Path:
+    """``COPIES`` of two of ``write_image_folder``'s images, byte for byte."""
+    for original, copy in COPIES.items():
+        shutil.copy(root / original, root / copy)
     return root
 
 

@@ -2,11 +2,12 @@
 
 The options are checked first (``zoo.train_request``, which the command line runs before importing this module),
 then the folder once (every problem at once, each fix a flag to paste: ``zoo.data.folder_check``; too few classes
-or images per class among them),
-the method's recipe chosen for its images in the open (``zoo.recipes``), and before any training a summary
-says what will be used: images per class, sizes, what reading does to them, the held-out part (a folder
-without ``test/`` keeps one, chosen by a hash of the file names), and an estimated time from a measured
-rate (``zoo.estimate``). The plan is the chosen recipe with the folder's settings changed, as a mapping
+or images per class among them), the method's recipe chosen for its images in the open (``zoo.recipes``), the
+folder decoded (as training reads it, so that training finds the decoded copy), and before any training a summary
+says what will be used: images per class, sizes, what reading does to them, the files that hold one image (each
+distinct image is one record, trained once), the held-out part (a folder without ``test/`` keeps one, each image
+by a hash of its pixels: ``zoo.data.folders.split_by_pixels``), and an estimated time from a measured rate
+(``zoo.estimate``). The plan is the chosen recipe with the folder's settings changed, as a mapping
 (``FolderPlan.recipe``), run as ``dpzoo fit`` runs a recipe (``zoo.fit.run_recipe``), and the ε spent and the
 card's place are printed."""
 
@@ -35,11 +36,21 @@ from zoo.data.folder_check import (
     class_problems,
     common_channels,
     common_size,
+    duplicates_lines,
     folder_problems,
     ignored_line,
+    ignored_names,
     inspect_part,
 )
-from zoo.data.folders import IMAGE_SUFFIXES, folder_parts, hashed_below, held_out_indices, subset
+from zoo.data.folders import (
+    IMAGE_SUFFIXES,
+    FolderPart,
+    FolderSplit,
+    folder_parts,
+    read_part,
+    split_by_pixels,
+    subset,
+)
 from zoo.fit import run_recipe, say
 from zoo.front_checks import parse_duration
 from zoo.methods import DPGenerativeModel, method_class
@@ -56,6 +67,11 @@ HELD_OUT = 0.1
 SPLIT_SEED = 0
 #: the validation share an image folder keeps when the recipe reads it (ImageFolderDataModule's default)
 VALIDATION = 0.1
+#: the warnings of an image folder that the summary has said already: ignored files, files that hold one image
+NAMED_IN_THE_SUMMARY = (
+    r".*: ignored [\d,]+ (files? that|hidden folder)",
+    r".*: [\d,]+ images? appears? in more than one",
+)
 
 
 def train_flag(name: str, value: Any) -> str:
@@ -73,9 +89,9 @@ class FolderPlan:
     choice: Choice
     #: the channels every image is read with
     channels: int
-    #: the training part's images kept out of training (none where the folder has ``test/``)
-    held_out: list[int]
-    #: the training images of each class
+    #: the training part's files that train, validate and are held out (none where the folder has ``test/``)
+    split: FolderSplit
+    #: the training images of each class (validation included)
     trained: Counter[int]
 
     @property
@@ -101,7 +117,10 @@ class FolderPlan:
         if not self.choice.recipe.validates:
             folder["validation_size"] = 0
         settings["data"] = {"class_path": IMAGE_FOLDER, "init_args": folder}
-        settings["privacy"].setdefault("init_args", {}).update(target_epsilon=request.epsilon, delta=request.delta)
+        budget = {"target_epsilon": request.epsilon, "delta": request.delta}
+        if request.assume_disjoint:
+            budget["assume_disjoint"] = True
+        settings["privacy"].setdefault("init_args", {}).update(budget)
         trainer = settings.setdefault("trainer", {})
         if request.max_steps:
             trainer["max_steps"] = request.max_steps
@@ -135,7 +154,8 @@ def train_checked(request: TrainRequest, target: Path) -> Path:
     plan = plan_folder(request)
     say(_summary(plan, request.convert))
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*: ignored \d+ files? that", category=UserWarning)  # named above
+        for named in NAMED_IN_THE_SUMMARY:
+            warnings.filterwarnings("ignore", message=named, category=UserWarning)
         recipe = parse_recipe(plan.recipe(request, target))
         options = RunOptions.from_settings(recipe.options)
         model = run_recipe(recipe, options, plan.provenance(request), before_training=_before_training)
@@ -145,7 +165,9 @@ def train_checked(request: TrainRequest, target: Path) -> Path:
 
 def plan_folder(request: TrainRequest) -> FolderPlan:
     """The folder read once: its parts and images, the recipe for them, the held-out part; every problem of the
-    folder and of the request against it is raised at once (``FolderProblems``, fixes spelled as flags)."""
+    folder and of the request against it is raised at once (``FolderProblems``, fixes spelled as flags). The split
+    follows the images' pixels, so the training counts of each class are known once they decode: while other
+    problems stand, a class is counted by all its files."""
     root, classes, image_size, channels = request.root, request.classes, request.image_size, request.channels
     if not classes:  # a class given by --classes may hold no images: the class counts below refuse it
         check_class_folders(root, IMAGE_SUFFIXES)
@@ -164,16 +186,29 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
         problems.append(choice)
     elif request.init_from:
         problems += _base_problems(request.init_from, choice.size, channels or common_channels(facts))
-    held_out = held_out_indices(train_part, HELD_OUT, SPLIT_SEED) if test_part is None else []
-    trained = Counter(train_part.labels[i] for i in sorted(set(range(len(train_part.files))) - set(held_out)))
     conditional = "num_classes" in inspect.signature(method_class(request.method)).parameters
-    problems += class_problems(train_part, trained, request.method, conditional)
     if problems:
+        problems += class_problems(train_part, Counter(train_part.labels), request.method, conditional)
         raise FolderProblems(problems, parts, train_flag)
     assert isinstance(choice, Choice)
     used_channels = channels or common_channels(facts)
     assert used_channels is not None  # mixed channels without --channels are among the problems
-    return FolderPlan(root, inspected, choice, used_channels, held_out, trained)
+    split = _split(train_part, test_part, choice, used_channels, request.convert)
+    trained = Counter(train_part.labels[i] for i in (*split.train, *split.validation))
+    problems = class_problems(train_part, trained, request.method, conditional)
+    if problems:
+        raise FolderProblems(problems, parts, train_flag)
+    return FolderPlan(root, inspected, choice, used_channels, split, trained)
+
+
+def _split(
+    train: FolderPart, test: FolderPart | None, choice: Choice, channels: int, convert: str | None
+) -> FolderSplit:
+    """The training part decoded as the recipe's ``ImageFolderDataModule`` will read it (its cached copy then serves
+    training), split by its pixels as that module splits it."""
+    decoded = read_part(train, choice.size, channels, convert=convert, along=[test] if test else [])
+    validation = VALIDATION if choice.recipe.validates else 0.0
+    return split_by_pixels(decoded.record_keys.numpy(), 0.0 if test else HELD_OUT, validation, SPLIT_SEED)
 
 
 def _base_problems(init_from: str, size: tuple[int, int], channels: int | None) -> list[Problem]:
@@ -202,7 +237,7 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
     """The data as it will be used, before any work."""
     root, inspected, choice, trained = plan.root, plan.inspected, plan.choice, plan.trained
     train = inspected[0].part
-    test = inspected[1].part if len(inspected) > 1 else subset(train, plan.held_out)
+    test = inspected[1].part if len(inspected) > 1 else subset(train, plan.split.held_out)
     kept = Counter(test.labels)
     width = max(len("class"), *(len(name) for name in train.classes)) + 2
     layout = "train/ and test/" if len(inspected) > 1 else "one folder per class, no test/"
@@ -216,26 +251,27 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
     sizes = Counter(f.size for f in facts).most_common()
     shown = ", ".join(f"{h}×{w} ×{n:,}" for (h, w), n in sizes[:4]) + (f", {len(sizes) - 4} more" if sizes[4:] else "")
     lines.append(f"  sizes: {shown}; {len(facts) - grey:,} colour, {grey:,} grey, {transparent:,} with transparency")
-    ignored = [str((p.part.root / n).relative_to(root)) for p in inspected for n in p.part.ignored]
+    ignored = ignored_names([p.part for p in inspected], root)
     if ignored:
         lines.append(f"  {ignored_line(ignored)}")
+    if plan.split.duplicates:
+        head, *groups = duplicates_lines(train, plan.split.duplicates, root)
+        lines += [f"  {head}", *(f"    {group}" for group in groups)]
     height, width_px = choice.size
     sentence = preprocessing_sentence(inspected[0].readable(), choice.size, plan.channels, convert)
     lines.append(f"read as {plan.channels}×{height}×{width_px}: {sentence}")
     how = (
         "the folder's test/"
         if len(inspected) > 1
-        else f"each image with chance {HELD_OUT:.0%}, by a hash of its own name"
+        else f"each image with chance {HELD_OUT:.0%}, by a hash of its pixels, so that copies stay together"
     )
     lines.append(
         f"held out for evaluation: {len(test.files):,} images ({how}): never trained on, not among "
         "the records the ledger protects; `dpzoo evaluate MODEL --dataset FOLDER` uses them"
     )
-    total = sum(trained.values())
-    rest = sorted(set(range(len(train.files))) - set(plan.held_out))
-    validation = len(hashed_below(train, rest, VALIDATION, SPLIT_SEED, "validation")) if choice.recipe.validates else 0
+    validation = len(plan.split.validation)
     rest = f" ({validation:,} more kept for validation, not protected)" if validation else ""
-    lines.append(f"training: {total - validation:,} images{rest}")
+    lines.append(f"training: {len(plan.split.train):,} images{rest}")
     lines.append(f"recipe: configs/{choice.recipe.path.name}: {choice.reason}")
     return "\n".join(lines)
 
@@ -295,7 +331,8 @@ def _verdict(
     held_out = reference_images(str(plan.root), model.hparams.image_shape, None, recorded, model.privacy_ledger)
     if held_out.protected:
         return [
-            f"verdict: not computed, the held-out images are not shown apart from the protected ({held_out.protected})"
+            "verdict: not computed, because the held-out images cannot be shown to lie outside the records the model "
+            f"protects: {held_out.protected}"
         ]
     say(f"measuring how close samples are to the {len(held_out.labels):,} held-out images (Inception features)…")
     try:

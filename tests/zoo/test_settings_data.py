@@ -12,7 +12,7 @@ import pytest
 
 from tests.zoo.test_cifar10 import REAL_DATA
 from zoo.data import ImageFolderDataModule
-from zoo.data.folders import folder_parts
+from zoo.data.folders import folder_parts, named_below
 from zoo.data.partition import train_validation_split
 from zoo.release.registry import checkpoints_dir
 
@@ -31,6 +31,7 @@ VALIDATION = FOLDERS_SCRIPT.VALIDATION
 NAMED_SPLIT = re.compile(r"^(mnist|fashion_mnist|cifar10)/train\[seed=(\d+),minus-validation=(\d+)\]")
 HELD_FOR_VALIDATION = re.compile(r"minus-validation=(\d+)\]")
 HASHED_VALIDATION = re.compile(r"validation=([\d.]+),seed=(\d+)\]")
+PIXEL_VALIDATION = re.compile(r"\[(?:test=([\d.]+),)?validation=([\d.]+),seed=(\d+),by-pixels\]")
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(checkpoints_dir().glob("*/config.json"))
 
@@ -80,12 +81,18 @@ def test_the_cifar10_class_folders_of_shipped_models_hold_no_validation_image(tm
 
 def _training_images(folder: Path, files: int, dataset_id: str) -> int:
     """How many of ``folder``'s ``files`` training images a use named ``dataset_id`` trained on: those less the
-    count it held out (``minus-validation=N``) or less the images its fraction's hash split keeps out
-    (``validation=F,seed=S``, which no other image's presence moves)."""
+    count it held out (``minus-validation=N``), or less the images its fraction's hash split keeps out, which no
+    other image's presence moves: each distinct image by its pixels (``validation=F,seed=S,by-pixels``) or, in ids
+    written before that rule, each file by its name (``validation=F,seed=S``)."""
     held = HELD_FOR_VALIDATION.search(dataset_id)
     if held:
         return files - int(held[1])
-    fraction = HASHED_VALIDATION.search(dataset_id)
-    assert fraction, f"{dataset_id} names no validation split"
-    module = ImageFolderDataModule(str(folder), validation_size=float(fraction[1]), split_seed=int(fraction[2]))
-    return sum(side == "train" for side in module.file_sides().values())
+    by_pixels = PIXEL_VALIDATION.search(dataset_id)
+    if by_pixels:
+        test, validation, seed = float(by_pixels[1] or 0), float(by_pixels[2]), int(by_pixels[3])
+        module = ImageFolderDataModule(str(folder), test_fraction=test, validation_size=validation, split_seed=seed)
+        return len(module.folder_split().train)
+    by_name = HASHED_VALIDATION.search(dataset_id)
+    assert by_name, f"{dataset_id} names no validation split"
+    fraction, seed = float(by_name[1]), int(by_name[2])
+    return files - len(named_below(folder_parts(folder)[0], range(files), fraction, seed, "validation"))

@@ -99,7 +99,7 @@ def test_convert_reads_the_mess_and_states_what_it_did(cleaned, convert, how):
     assert decoded.images[transparent, :, :, 16:].min() == 255  # its transparent right half, on white
 
 
-def test_the_held_out_part_is_chosen_by_file_names_and_stays_out_of_the_records(cleaned, tmp_path):
+def test_the_held_out_part_is_chosen_by_pixels_and_stays_out_of_the_records(cleaned, tmp_path):
     options = dict(image_size=32, channels=3, convert="crop", validation_size=0, cache=False)
     data = ImageFolderDataModule(str(cleaned), test_fraction=0.1, **options)
     data.setup()
@@ -127,7 +127,8 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
         "my photos: 4 classes (one folder per class, no test/)",
         "planes and jets",
         "read as 3×32×32: 20 of 48 images resized to 32×32, 12 of them centre-cropped",
-        f"held out for evaluation: {held} images (each image with chance 10%, by a hash of its own name)",
+        f"held out for evaluation: {held} images (each image with chance 10%, by a hash of its pixels, so that copies "
+        "stay together)",
         f"training: {48 - held} images",
         "recipe: configs/dp_merf_cifar10_eps1.yaml: dp-merf's recipe for colour images (CIFAR-10, 32×32)",
         "forecast: at ε = 1 each class's mean carries noise",
@@ -141,7 +142,7 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
     config = json.loads((out / "config.json").read_text())
     data = config["data"]
     assert data["name"] == "my photos" and data["classes"] == list(MESSY_CLASSES) and data["images"] == 48 - held
-    assert data["held_out"] == {"images": held, "fraction": 0.1, "seed": 0, "convert": "crop"}
+    assert data["held_out"] == {"images": held, "fraction": 0.1, "seed": 0, "split": "by pixels", "convert": "crop"}
     (entry,) = config["privacy_ledger"]["entries"]
     assert entry["records_identity"] == data["records"]
     assert config["license"] is None and config["recipe"]["config"] == "configs/dp_merf_cifar10_eps1.yaml"
@@ -165,9 +166,17 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
     trained = next(i for i in range(48) if i not in held_out_indices(part, 0.1, seed=0))
     shutil.copy(part.files[trained], part.files[held_out_indices(part, 0.1, seed=0)[0]])  # a trained image, renamed
     assert main([*evaluate[:3], str(changed), *evaluate[4:], "--json", str(report), "--overwrite"]) == 0
-    assert "1 of these images are records the model protects" in json.loads(report.read_text())["not_publishable"]
-    assert main([*evaluate[:3], str(changed), *evaluate[4:], "--write-card"]) == 2
-    assert "1 of these images are records the model protects" in capsys.readouterr().err
+    reported = json.loads(report.read_text())  # the copy falls where its image does: on the training side
+    assert reported["reference"] == f"the images of my photos held out of training ({held - 1} held-out images)"
+    assert "not_publishable" not in reported
+    split = shutil.copytree(cleaned, tmp_path / "split" / "my photos" / "train")
+    for name in MESSY_CLASSES:  # a test/ part the user filed, one of whose images is also a training image
+        write_image_folder(split.parent / "test", per_class=1, size=(32, 32), classes=(name,), seed=len(name))
+    shutil.copy(part.files[trained], split.parent / "test" / part.classes[part.labels[trained]] / "copied.png")
+    assert main([*evaluate[:3], str(split.parent), *evaluate[4:], "--json", str(report), "--overwrite"]) == 0
+    assert re.search(r"1 of these images .*the model protects", json.loads(report.read_text())["not_publishable"])
+    assert main([*evaluate[:3], str(split.parent), *evaluate[4:], "--write-card"]) == 2
+    assert re.search(r"1 of these images .*the model protects", capsys.readouterr().err)
 
 
 def test_the_recipe_is_chosen_for_the_images_and_a_misfit_is_refused_with_options(tmp_path, capsys):
@@ -198,7 +207,7 @@ def test_too_few_classes_or_images_and_imageless_class_folders_are_refused_befor
         (texts / name / "notes.txt").write_text("not an image")
     refused = {
         one: "one class (cats): dp-merf is class-conditional and needs at least 2: add a folder per class",
-        few: f"1 class with fewer than {MIN_IMAGES_PER_CLASS} training images (dogs 3): each image would be a tenth",
+        few: f"1 class with fewer than {MIN_IMAGES_PER_CLASS} training images (dogs ",  # 3 files, one may be held out
         texts: f"{texts}: 3 class folders hold no images (.png, .jpg, .jpeg, .bmp, .webp): a, b, c",
     }
     for folder, words in refused.items():

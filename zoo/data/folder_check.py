@@ -22,13 +22,16 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from zoo.data.conversion import ImageFacts, changes_aspect, has_transparency
-from zoo.data.folder_part import FolderPart
+from zoo.data.folder_part import FolderPart, class_files, is_hidden
 from zoo.errors import UserError
 
 #: PIL modes whose images are grey; every other mode is read as colour
 GREY_MODES = frozenset({"1", "L", "LA", "La", "I", "I;16", "I;16B", "I;16L", "I;16N", "F"})
 PROGRESS_FROM = 2000
 EXAMPLES = 3
+#: the most duplicate groups listed one a line (more are packed into lines of about PACKED_WIDTH characters)
+LISTED_APART = 10
+PACKED_WIDTH = 110
 #: the fewest training images ``dpzoo train`` takes for a class: with fewer, each image is a tenth or more of its
 #: class, so a release that protects every image (what (ε, δ) says) leaves the class mostly noise at any useful ε,
 #: and a class that small is more often a stray folder than data
@@ -75,7 +78,7 @@ class FolderProblems(ImageFolderError):
         self, problems: Sequence[Problem], parts: Sequence[FolderPart], spelling: Spelling = python_spelling
     ) -> None:
         self.problems, self.parts, self.root = tuple(problems), tuple(parts), common_root(parts)
-        self.ignored = tuple(str((p.root / name).relative_to(self.root)) for p in parts for name in p.ignored)
+        self.ignored = ignored_names(parts, self.root)
         super().__init__(self.render(spelling))
 
     def render(self, spell: Spelling) -> str:
@@ -99,9 +102,57 @@ def common_root(parts: Sequence[FolderPart]) -> Path:
     return Path(os.path.commonpath([p.root for p in parts]))
 
 
+def ignored_names(parts: Sequence[FolderPart], root: Path) -> tuple[str, ...]:
+    """What the parts ignored, relative to ``root`` (the folder of ``root/train`` and ``root/test``); a folder keeps
+    its trailing ``/``."""
+    return tuple(
+        str((part.root / name).relative_to(root)) + "/" * name.endswith("/") for part in parts for name in part.ignored
+    )
+
+
 def ignored_line(names: Sequence[str]) -> str:
-    what = "is not an image" if len(names) == 1 else "are not images"
-    return f"ignored {_count(len(names), 'file')} that {what}: {', '.join(names)}"
+    """The files that are not images, and the hidden folders not entered (named with a trailing ``/``)."""
+    files = [name for name in names if not name.endswith("/")]
+    folders = [name for name in names if name.endswith("/")]
+    said = []
+    if files:
+        what = "is not an image" if len(files) == 1 else "are not images"
+        said.append(f"{_count(len(files), 'file')} that {what}: {', '.join(files)}")
+    if folders:
+        holds = "with what it holds" if len(folders) == 1 else "with what they hold"
+        said.append(f"{_count(len(folders), 'hidden folder')}, {holds}: {', '.join(folders)}")
+    return "ignored " + "; and ".join(said)
+
+
+def duplicates_lines(part: FolderPart, groups: Sequence[Sequence[int]], root: Path) -> list[str]:
+    """Every group of the part's files that hold the same image (``groups`` of indices, each in class and file
+    order), named relative to ``root``: a sentence, then one group a line, or many packed into few lines."""
+    files = sum(len(group) for group in groups)
+    verb = "appears" if len(groups) == 1 else "appear"
+    head = (
+        f"{_count(len(groups), 'image')} {verb} in more than one file ({files:,} files): each distinct image is one "
+        "record, trained once as its first file in class and file order (to keep another, remove the others):"
+    )
+    entries = [_group_text(part, group, root) for group in groups]
+    return [head, *(entries if len(entries) <= LISTED_APART else _packed(entries, PACKED_WIDTH))]
+
+
+def _group_text(part: FolderPart, group: Sequence[int], root: Path) -> str:
+    """``a.png = b.png``, and the class the first file gives the image where its files are in several classes."""
+    text = " = ".join(_name(part.files[i], root) for i in group)
+    labels = {part.labels[i] for i in group}
+    return text + (f" (trained as {part.classes[part.labels[group[0]]]})" if len(labels) > 1 else "")
+
+
+def _packed(entries: Sequence[str], width: int) -> list[str]:
+    """``entries`` joined by ``; `` into lines of about ``width`` characters, none split."""
+    lines: list[str] = []
+    for entry in entries:
+        if lines and len(lines[-1]) + 2 + len(entry) <= width:
+            lines[-1] += f"; {entry}"
+        else:
+            lines.append(entry)
+    return lines
 
 
 def _count(n: int, noun: str) -> str:
@@ -230,16 +281,15 @@ def folder_problems(
 
 def check_class_folders(root: Path, suffixes: Collection[str]) -> None:
     """Refuse, in one error, every class folder of ``root`` (its ``train/`` and ``test/`` when it has both) that holds
-    no image file (``suffixes``): the reader (``zoo.data.folders``) stops at the first."""
+    no image file (``suffixes``), in its sub-folders neither: the reader (``zoo.data.folders``) stops at the first."""
     parts = [root / "train", root / "test"] if (root / "train").is_dir() and (root / "test").is_dir() else [root]
     empty = [
         folder
         for part in parts
         for folder in sorted(Path(entry.path) for entry in os.scandir(part) if entry.is_dir())
-        if not folder.name.startswith(".")
+        if not is_hidden(folder.name)
         and not any(
-            entry.is_file() and not entry.name.startswith(".") and Path(entry.name).suffix.lower() in suffixes
-            for entry in os.scandir(folder)
+            not is_hidden(Path(name).name) and Path(name).suffix.lower() in suffixes for name in class_files(folder)[0]
         )
     ]
     if not empty:

@@ -1,10 +1,11 @@
-"""One split of an image folder (``root/<class>/*``): its files, labels and classes, and the key under
-which its decoded copy is cached. Both the folder check and the reader take parts."""
+"""One split of an image folder (``root/<class>/*``, sub-folders of a class included): its files, labels and
+classes, and the key under which its decoded copy is cached. Both the folder check and the reader take parts."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,3 +32,23 @@ class FolderPart:
             stat = file.stat()
             digest.update(f"{file.relative_to(self.root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
         return digest.hexdigest()
+
+
+def is_hidden(name: str) -> bool:
+    """A file or folder that is no one's image or class: hidden ones (``.DS_Store``, ``.ipynb_checkpoints``,
+    ``.git``) and the resource forks an unzipped macOS archive leaves (``__MACOSX``, whose ``._photo.jpg`` files
+    are not images)."""
+    return name.startswith(".") or name == "__MACOSX"
+
+
+def class_files(folder: Path) -> tuple[list[str], list[str]]:
+    """Every file under a class folder, its sub-folders included (``Birds/2019/*.jpg`` are birds), as sorted paths
+    relative to it; and the hidden folders not entered (``is_hidden``), each with a trailing ``/``."""
+    files: list[str] = []
+    skipped: list[str] = []
+    for path, folders, names in os.walk(folder):
+        relative = Path(path).relative_to(folder)
+        skipped += [f"{(relative / name).as_posix()}/" for name in folders if is_hidden(name)]
+        folders[:] = [name for name in folders if not is_hidden(name)]
+        files += [(relative / name).as_posix() for name in names if os.path.isfile(os.path.join(path, name))]
+    return sorted(files), sorted(skipped)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,13 +15,15 @@ from torch.utils.data import DataLoader
 
 from zoo.data.byte_images import ByteImages
 from zoo.data.conversion import check_convert, preprocessing_rule
+from zoo.data.folder_check import duplicates_lines
 from zoo.data.folders import (
+    SPLIT_RULE,
     DecodedImages,
+    FolderSplit,
     check_image_size,
     folder_parts,
-    hashed_below,
-    held_out_indices,
     read_part,
+    split_by_pixels,
     warn_ignored,
 )
 from zoo.errors import UserError
@@ -28,24 +31,35 @@ from zoo.privacy import record_index
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
+#: what a record is, as a model's card states it: a fixed rule, never how many files it merged (a fact about the
+#: protected records)
+RECORD_RULE = (
+    "one distinct image: files with the same pixels, in one class or several, are one record, trained once "
+    "(under the first class that holds it)"
+)
+
 
 class ImageFolderDataModule(pl.LightningDataModule):
-    """Images in ``root/<class>/*.{png,jpg,jpeg,bmp,webp}`` (classes are the sorted folder names), or in
-    ``root/train/<class>/...`` and ``root/test/<class>/...``; the test part is for evaluation only.
+    """Images in ``root/<class>/*.{png,jpg,jpeg,bmp,webp}`` (classes are the sorted folder names; a class folder's
+    sub-folders are part of it, hidden ones and ``__MACOSX`` excepted), or in ``root/train/<class>/...`` and
+    ``root/test/<class>/...``; the test part is for evaluation only.
 
-    The training images minus a ``validation_size`` fraction held out for tuning (not protected) are the
-    private data, served by Poisson sampling at ``sample_rate``. A folder without ``test/`` keeps a
-    ``test_fraction`` as its test part: never trained on, never in the ledger's records, and recorded with a
-    model (``card_data``) so that evaluation finds it again. Each file's side of both splits is decided by a
-    hash of ``split_seed``, its class and its own name (``zoo.data.folders.hashed_below``), so that adding or
-    removing one image changes that image's side and no other's: the neighbouring datasets of the guarantee
-    differ by that one record. ``image_size`` (an int or (H, W)) resizes every image, ``channels`` (1 or 3)
-    converts them; by default both come from the images, which must then agree. ``convert`` ("crop", "pad" or
-    "stretch": ``zoo.data.conversion``) allows what would otherwise be refused: images of another aspect
-    ratio, transparency. ``classes`` fixes the label set and its order (else the sorted class folders), so
-    that the class names a card shows depend on no image. Every problem of the folder is reported at once,
-    before any work (``zoo.data.folder_check``). Images are decoded once into uint8 and, with ``cache``, a
-    copy is kept under ``DPZOO_CACHE_DIR`` (owner-only: it holds the private images) for the next run.
+    A record is an image, not a file: files with the same pixels (a ``photo (1).jpg`` copy, or one photo filed in two
+    classes) are one record, trained once as the first of them in class and file order, and named in a warning
+    (``duplicates``): trained twice, the photo's owner would be protected at about twice the stated ε. The training
+    images minus a ``validation_size`` fraction held out for tuning (not protected) are the private data, served by
+    Poisson sampling at ``sample_rate``. A folder without ``test/`` keeps a ``test_fraction`` as its test part:
+    never trained on, never in the ledger's records, and recorded with a model (``card_data``) so that evaluation
+    finds it again. Each image's side of both splits is decided by a hash of ``split_seed`` and its record key
+    (``zoo.data.folders.split_by_pixels``), so that all its copies fall on one side and adding or removing one
+    image changes that image's side and no other's: the neighbouring datasets of the guarantee differ by that one
+    record. ``image_size`` (an int or (H, W)) resizes every image, ``channels`` (1 or 3) converts them; by default
+    both come from the images, which must then agree. ``convert`` ("crop", "pad" or "stretch":
+    ``zoo.data.conversion``) allows what would otherwise be refused: images of another aspect ratio, transparency.
+    ``classes`` fixes the label set and its order (else the sorted class folders), so that the class names a card
+    shows depend on no image. Every problem of the folder is reported at once, before any work
+    (``zoo.data.folder_check``). Images are decoded once into uint8 and, with ``cache``, a copy is kept under
+    ``DPZOO_CACHE_DIR`` (owner-only: it holds the private images) for the next run.
 
     The ledger names the data by this machine's record index (``zoo.privacy.record_index``): the same images
     get the same ``local:`` name wherever they lie, and nothing published is computed from them.
@@ -91,6 +105,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
             raise UserError(f"label must be a class in 0..{len(self.classes) - 1} ({self.root}) or None, got {label!r}")
         self.label = label
         self._decoded: tuple[DecodedImages, DecodedImages | None] | None = None
+        self._split: FolderSplit | None = None
         self.train_set: ByteImages | None = None
         self.validation_set: ByteImages | None = None
         self.test_set: ByteImages | None = None
@@ -134,40 +149,46 @@ class ImageFolderDataModule(pl.LightningDataModule):
 
     def _whole_id(self) -> str:
         held_out = f"test={self.test_fraction:g}," if self.test_fraction else ""
-        return f"{self.records_id}/train[{held_out}validation={self.validation_size:g},seed={self.split_seed}]"
+        rule = SPLIT_RULE.replace(" ", "-")
+        return f"{self.records_id}/train[{held_out}validation={self.validation_size:g},seed={self.split_seed},{rule}]"
 
-    def _held_out(self) -> list[int]:
-        """Indices of the training part's files kept as the test part (``test_fraction``)."""
-        return held_out_indices(self.train_part, self.test_fraction, self.split_seed) if self.test_fraction else []
+    def folder_split(self) -> FolderSplit:
+        """Which of the training part's files train, validate and are held out (``test_fraction``), each distinct
+        image once (decodes the images on first use: the sides follow their pixels); copies are warned of."""
+        if self._split is None:
+            keys = self._decode()[0].record_keys.numpy()
+            split = split_by_pixels(keys, self.test_fraction, self.validation_size, self.split_seed)
+            if not split.train:
+                raise UserError(
+                    f"validation_size {self.validation_size:g} and test_fraction {self.test_fraction:g} leave no "
+                    f"training images of {len(self.train_part.files)} in {self.root}"
+                )
+            self._split = split
+            if split.duplicates:
+                head, *groups = self.duplicates
+                warnings.warn("\n  ".join([f"{self.root}: {head}", *groups]), stacklevel=3)
+        return self._split
 
-    def _train_and_validation(self) -> tuple[list[int], list[int]]:
-        """Indices of the training part's files outside the held-out part: those that train, those that validate."""
-        held_out = set(self._held_out())
-        rest = [i for i in range(len(self.train_part.files)) if i not in held_out]
-        validation = hashed_below(self.train_part, rest, self.validation_size, self.split_seed, "validation")
-        chosen = set(validation)
-        train = [i for i in rest if i not in chosen]
-        if not train:
-            raise UserError(
-                f"validation_size {self.validation_size:g} and test_fraction {self.test_fraction:g} leave no "
-                f"training images of {len(self.train_part.files)} in {self.root}"
-            )
-        return train, validation
+    @property
+    def duplicates(self) -> list[str]:
+        """The training part's files that hold one image: a sentence saying what is trained of them, then the
+        groups (``a.png = b.png``, one a line or packed); empty when every file holds another image."""
+        groups = self.folder_split().duplicates
+        return duplicates_lines(self.train_part, groups, self.root) if groups else []
 
     def file_sides(self) -> dict[str, str]:
         """Each training-part file's side of the splits ("train", "validation" or "test"), by its path within
-        the part: to see the split, which no other file's presence moves."""
-        train, validation = self._train_and_validation()
-        sides = {**dict.fromkeys(train, "train"), **dict.fromkeys(validation, "validation")}
-        sides.update(dict.fromkeys(self._held_out(), "test"))
-        return {str(self.train_part.files[i].relative_to(self.train_part.root)): side for i, side in sides.items()}
+        the part: to see the split, which no other image's presence moves. Copies of an image share its side;
+        ``duplicates`` says which of them trains."""
+        part = self.train_part
+        return {str(part.files[i].relative_to(part.root)): side for i, side in self.folder_split().sides().items()}
 
     def for_class(self, label: int) -> ImageFolderDataModule:
-        """The same data restricted to one class (a disjoint partition), sharing the scanned folder and
-        the decoded images."""
+        """The same data restricted to one class (a disjoint partition: each distinct image is in one class),
+        sharing the scanned folder, the decoded images and the split."""
         if label not in range(self.num_classes):
             raise UserError(f"label must be a class in 0..{self.num_classes - 1} ({self.root}), got {label!r}")
-        self._decode()
+        self.folder_split()
         part = copy.copy(self)
         part.label = label
         part.train_set = part.validation_set = part.test_set = part._kept = None
@@ -181,8 +202,10 @@ class ImageFolderDataModule(pl.LightningDataModule):
         if self.train_set is not None:
             return
         train, test = self._decode()
-        held_out = torch.tensor(self._held_out(), dtype=torch.int64)
-        train_idx, validation_idx = (torch.tensor(i, dtype=torch.int64) for i in self._train_and_validation())
+        split = self.folder_split()
+        held_out, train_idx, validation_idx = (
+            torch.tensor(indices, dtype=torch.int64) for indices in (split.held_out, split.train, split.validation)
+        )
         self._kept = train_idx if self.label is None else train_idx[train.labels[train_idx] == self.label]
         self.train_set = self._subset(train, train_idx)
         self.validation_set = self._subset(train, validation_idx)
@@ -205,27 +228,31 @@ class ImageFolderDataModule(pl.LightningDataModule):
     # ------------------------------------------------------------ what a model records
     def card_data(self) -> dict[str, Any]:
         """The data as a model's config and card record it: the folder's name (never its path), the records'
-        identity, the classes as the folder spells them, the training images, the rule they were read by (not
-        what it did to how many: ``zoo.data.conversion.preprocessing_rule``), and the held-out part with what
-        evaluation needs to find it again (``zoo.metrics.reference``)."""
+        identity, the classes as the folder spells them, the training images, what a record is (``RECORD_RULE``:
+        the rule, not how many files it merged), the rule they were read by (not what it did to how many:
+        ``zoo.data.conversion.preprocessing_rule``), and the held-out part with what evaluation needs to find it
+        again (``zoo.metrics.reference``)."""
         self.setup()
         return {
             "name": self.root.resolve().name,
             "records": self.records_identity,
             "classes": list(self.classes),
             "images": len(self.train_set),
+            "record": RECORD_RULE,
             "image_shape": list(self.image_shape),
             "preprocessing": preprocessing_rule(self.image_shape[1:], self.image_shape[0], self.convert),
             "held_out": self.held_out_record(),
         }
 
     def held_out_record(self) -> dict[str, Any] | None:
-        """The test part: its size and how to rebuild it (a folder's test/, or the fraction and seed of a flat
-        folder's split); None when the folder keeps none. No digest: the held-out images are the user's too."""
+        """The test part: its size and how to rebuild it (a folder's test/, or the fraction, seed and rule of a flat
+        folder's split: ``SPLIT_RULE``, which evaluation reads to rebuild it, and whose absence means the rule before
+        it); None when the folder keeps none. No digest: the held-out images are the user's too."""
         if self.test_part is not None:
             images, rule = len(self.test_part.files), {"part": "test/"}
         elif self.test_fraction:
-            images, rule = len(self._held_out()), {"fraction": self.test_fraction, "seed": self.split_seed}
+            rule = {"fraction": self.test_fraction, "seed": self.split_seed, "split": SPLIT_RULE}
+            images = len(self.folder_split().held_out)
         else:
             return None
         return {"images": images, **rule, "convert": self.convert}
@@ -258,7 +285,7 @@ def _validation_fraction(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
         raise UserError(
             f"validation_size of an image folder is a fraction in [0, 1), got {value!r}: each image's side is "
-            "decided by a hash of its own name, so that adding or removing one image moves no other (a count would "
+            "decided by a hash of its own pixels, so that adding or removing one image moves no other (a count would "
             "move others)"
         )
     return float(value)
