@@ -156,10 +156,11 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
                 f"{size}×{size} input (trained at {spec.input_size}×{spec.input_size})"
             ),
             records_identity=f"{spec.training_data_id}#{spec.sha256[:16]}",
+            assumed_disjoint=True,  # no index holds a public network's training set: by convention, on the card
         )
         recorded = {(u.dataset_id, u.source, u.stage) for u in ledger.public_data}
         if (use.dataset_id, use.source, use.stage) not in recorded:
-            ledger.check_public_use(use.dataset_id, use.records_identity)
+            ledger.check_public_use(use.dataset_id, use.records_identity, use.assumed_disjoint)
             ledger.public_data.append(use)
 
     def _rounded_weights(self) -> dict[str, float]:

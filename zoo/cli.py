@@ -383,6 +383,12 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     train.add_argument("--image-size", type=int, default=None, help="read images at this side (default: their own)")
     train.add_argument("--init-from", default=None, help="start from this model's weights (a base's id or folder)")
     train.add_argument(
+        "--assume-disjoint",
+        action="store_true",
+        help="state that the folder shares no image with the public data of the --init-from base, where this "
+        "machine cannot check it (the card says so)",
+    )
+    train.add_argument(
         "--classes",
         type=lambda names: tuple(names.split(",")),
         default=None,

@@ -23,6 +23,8 @@ def finetune(
     max_steps: int = 300,
     max_grad_norm: float | None = None,
     accountant: str = "prv",
+    *,
+    assume_disjoint: bool = False,
     **trainer_kwargs: Any,
 ) -> DPGenerativeModel:
     """Train the model further under a fresh DPBudget on ``datamodule``'s private data.
@@ -41,6 +43,10 @@ def finetune(
     Data with another number of classes than the model's gets a new model: the model's weights but for
     the layers whose shape follows the class count, which start afresh (``zoo.base_weights``; printed,
     and noted in the new ledger entries). The image shape must be the model's.
+
+    ``assume_disjoint``: your statement that ``datamodule`` shares no record with the public data the model was
+    pretrained on, where this machine cannot show it (a downloaded base); the card states it
+    (``DPBudget(assume_disjoint=True)``).
     """
     base = load(model_or_id) if isinstance(model_or_id, (str, Path)) else model_or_id
     name = str(model_or_id) if isinstance(model_or_id, (str, Path)) else f"the given {base.method} model"
@@ -57,6 +63,7 @@ def finetune(
         max_grad_norm=max_grad_norm,
         accountant=accountant,
         planned_steps=max_steps,
+        assume_disjoint=assume_disjoint,
     )
     options = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False, **trainer_kwargs}
     model.train()

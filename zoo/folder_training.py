@@ -54,7 +54,7 @@ from zoo.data.folders import (
 from zoo.fit import run_recipe, say
 from zoo.front_checks import parse_duration
 from zoo.methods import DPGenerativeModel, method_class
-from zoo.privacy import Budget
+from zoo.privacy import Budget, record_index
 from zoo.recipe_cli import IMAGE_FOLDER, kept_data_settings, parse_recipe
 from zoo.recipes import Choice, Problem, choose_recipe
 from zoo.release.layout import CARD_NAME, CONFIG_NAME
@@ -76,7 +76,8 @@ NAMED_IN_THE_SUMMARY = (
 
 def train_flag(name: str, value: Any) -> str:
     """An option as ``dpzoo train`` takes it (``zoo.data.folder_check`` spells fixes with it)."""
-    return f"--{name.replace('_', '-')} {value}"
+    flag = f"--{name.replace('_', '-')}"
+    return flag if value is True else f"{flag} {value}"
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,7 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
         problems.append(choice)
     elif request.init_from:
         problems += _base_problems(request.init_from, choice.size, channels or common_channels(facts))
+        problems += [] if request.assume_disjoint else _unchecked_public_data(request.init_from)
     conditional = "num_classes" in inspect.signature(method_class(request.method)).parameters
     if problems:
         problems += class_problems(train_part, Counter(train_part.labels), request.method, conditional)
@@ -229,6 +231,27 @@ def _base_problems(init_from: str, size: tuple[int, int], channels: int | None) 
                 Fix(fix, f"read them as the base's {base_channels}×{height}×{width}"),
                 Fix(what="train without --init-from"),
             ),
+        )
+    ]
+
+
+def _unchecked_public_data(init_from: str) -> list[Problem]:
+    """A base pretrained on public data that this machine's record index does not hold (pretrained elsewhere, as
+    a downloaded base): nothing shows the folder's images are not among it, which the ledger refuses
+    (``PrivacyLedger.check_private_use``) unless the user states it; said here, before any work."""
+    ledger = json.loads((resolve(init_from) / CONFIG_NAME).read_text()).get("privacy_ledger") or {}
+    unchecked = [
+        use["dataset_id"]
+        for use in ledger.get("public_data", [])
+        if not use.get("assumed_disjoint") and record_index.keys_of(use.get("records_identity")) is None
+    ]
+    if not unchecked:
+        return []
+    return [
+        Problem(
+            f"the base {Path(init_from).name} was pretrained on public data ({', '.join(unchecked)}) that this "
+            "machine's record index does not hold, so nothing shows that your images are not among it",
+            (Fix((("assume_disjoint", True),), "state that none of them is: the card says so"),),
         )
     ]
 

@@ -32,6 +32,8 @@ class TrainRequest:
     channels: int | None = None
     image_size: int | None = None
     init_from: str | None = None
+    #: the folder shares no image with the base's public data, where this machine cannot check it (on the card)
+    assume_disjoint: bool = False
     overwrite: bool = False
     #: the label set, in this order (default: the sorted class folders)
     classes: Sequence[str] | None = None
@@ -71,6 +73,7 @@ class TrainRequest:
             "--channels": self.channels,
             "--image-size": self.image_size,
             "--init-from": Path(init_from).name if init_from and Path(init_from).exists() else init_from,
+            "--assume-disjoint": self.assume_disjoint,
             "--license": self.license,
             "--classes": ",".join(self.classes) if self.classes else None,
             "--max-time": self.max_time,

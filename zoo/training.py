@@ -30,9 +30,11 @@ from zoo.data.public import PublicData
 from zoo.errors import MissingFileError, UserError
 from zoo.methods import DPGenerativeModel
 from zoo.privacy import Budget, DPCallback, PrivacyConfigError, PrivacyLedger
+from zoo.privacy.callback import CHECKPOINT_KEY
 from zoo.privacy.ddp import check_buffer_sync
 from zoo.privacy.ledger import PublicDataUse
 from zoo.privacy.precision import refuse_float16_loss_scaling
+from zoo.privacy.private_data import DeclaredPrivateData
 from zoo.stages import (
     STAGE_KEY,
     PACRelease,
@@ -78,7 +80,9 @@ def train(
     if not isinstance(model.privacy_ledger, PrivacyLedger):
         model.privacy_ledger = PrivacyLedger()
     parts = model.training_parts(datamodule)
-    resume = _resume_point(ckpt_path)
+    resumed = _resumed_checkpoint(ckpt_path)
+    earlier_entries = len(model.privacy_ledger.entries)
+    resume = None if resumed is None else int(resumed[STAGE_KEY]["stage"])
     if resume is not None and len(parts) > 1:
         raise PrivacyConfigError(
             "resuming from a checkpoint works for models trained in one part; a model trained per class cannot "
@@ -86,18 +90,17 @@ def train(
         )
     for part_index, (part, data) in enumerate(parts):
         part.privacy_ledger = model.privacy_ledger  # one ledger: every part's entries land in the model's
-        budget.bind(
-            model.privacy_ledger,
-            getattr(data, "dataset_id", None),
-            getattr(data, "partition_of", None),
-            getattr(data, "records_identity", None),
-        )
+        declared = DeclaredPrivateData(data)
+        budget.bind(model.privacy_ledger, declared.dataset_id, declared.partition_of, declared.records_identity)
+        run = _run_facts(budget)
+        if resumed is not None:
+            _check_same_run(resumed, run, ckpt_path, earlier_entries)
         stages = part.stages(data)
         check_plan(stages, budget)
         for index, stage in enumerate(stages):
             if resume is not None and index < resume:
                 continue
-            part.training_stage = {"part": part_index, "stage": index, "name": stage.name}
+            part.training_stage = {"part": part_index, "stage": index, "name": stage.name, "run": run}
             resume_here = ckpt_path if resume == index else None
             _run(stage, part, data, budget, list(callbacks), trainer_options, resume_here)
         part.training_stage = None
@@ -126,7 +129,7 @@ def pretrain_public(
         raise PrivacyConfigError(f"public pretraining may only run public stages; {private} are private")
     if not isinstance(model.privacy_ledger, PrivacyLedger):
         model.privacy_ledger = PrivacyLedger()
-    model.privacy_ledger.check_public_use(public.dataset_id, public.records_identity)
+    model.privacy_ledger.check_public_use(public.dataset_id, public.records_identity, public.assume_disjoint)
     public.setup("fit")
     for index, stage in enumerate(stages):
         model.training_stage = {"part": 0, "stage": index, "name": stage.name}
@@ -137,7 +140,14 @@ def pretrain_public(
     model.training_stage = None
     stage_names = "; ".join(stage.name for stage in stages)
     model.privacy_ledger.public_data.append(
-        PublicDataUse(public.dataset_id, len(public.train_set), public.source, stage_names, public.records_identity)
+        PublicDataUse(
+            public.dataset_id,
+            len(public.train_set),
+            public.source,
+            stage_names,
+            public.records_identity,
+            assumed_disjoint=public.assume_disjoint,
+        )
     )
     return model
 
@@ -146,21 +156,53 @@ class CheckpointRefused(UserError):
     """A Lightning checkpoint that cannot be loaded as tensors and plain data."""
 
 
-def _resume_point(ckpt_path: str | None) -> int | None:
+def _resumed_checkpoint(ckpt_path: str | None) -> dict[str, Any] | None:
+    """The stage (``STAGE_KEY``) and ledger (``CHECKPOINT_KEY``) a Lightning checkpoint of ``zoo.train`` holds;
+    None without a checkpoint."""
     if ckpt_path is None:
         return None
     if not Path(ckpt_path).is_file():
         raise MissingFileError(f"no checkpoint at {ckpt_path}")
     try:  # tensors and plain data only: a checkpoint file never runs code here
-        stage = torch.load(ckpt_path, map_location="cpu", weights_only=True).get(STAGE_KEY)
+        checkpoint = torch.load(ckpt_path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
         raise CheckpointRefused(
             f"{ckpt_path} holds Python objects beyond tensors and plain data, which dpzoo does not unpickle "
             f"(torch.load with weights_only=True); resume from a checkpoint that zoo.train wrote ({error})"
         ) from None
-    if stage is None:
+    if checkpoint.get(STAGE_KEY) is None:
         raise PrivacyConfigError(f"{ckpt_path} was not written during a stage of zoo.train; cannot resume it")
-    return int(stage["stage"])
+    return {STAGE_KEY: checkpoint[STAGE_KEY], CHECKPOINT_KEY: checkpoint.get(CHECKPOINT_KEY)}
+
+
+def _run_facts(budget: Budget) -> dict[str, Any]:
+    """What a resumed run must share with the run that wrote its checkpoint: the data (its id and records) and
+    the guarantee asked for."""
+    return {
+        "dataset_id": budget.protected,
+        "records_identity": budget.records_identity,
+        "target_epsilon": getattr(budget, "target_epsilon", None),
+        "delta": getattr(budget, "delta", None),
+    }
+
+
+def _check_same_run(resumed: dict[str, Any], run: dict[str, Any], ckpt_path: str | None, earlier_entries: int) -> None:
+    """Refuse to resume onto other data or another (ε, δ): the checkpoint's releases were spent on its data, and
+    the card would name the new data beside a guarantee for the old. Compares what the checkpoint recorded: the
+    run it was written in (``training_stage["run"]``), else the main one of the plan's ledger entries, those after
+    the ``earlier_entries`` the model held before the plan (older checkpoints)."""
+    recorded = resumed[STAGE_KEY].get("run")
+    if recorded is None and resumed[CHECKPOINT_KEY]:
+        plan = PrivacyLedger(PrivacyLedger.from_dict(resumed[CHECKPOINT_KEY]).entries[earlier_entries:])
+        recorded = {key: getattr(plan.main_entry(), key) for key in run} if plan.entries else None
+    differing = [key for key in run if recorded is not None and recorded.get(key) != run[key]]
+    if differing:
+        spelled = "; ".join(f"{key}: {recorded[key]} in the checkpoint, {run[key]} now" for key in differing)
+        raise PrivacyConfigError(
+            f"{ckpt_path} was written by a run on other data or for another guarantee ({spelled}): resuming would "
+            "continue its releases under this run's name. Resume with the data and budget it was written with, or "
+            "start a new run without the checkpoint"
+        )
 
 
 @without_lightning_tips()  # a fresh context per call (contextlib's context managers decorate)

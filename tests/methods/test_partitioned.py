@@ -98,12 +98,19 @@ def test_a_per_class_model_fine_tunes_each_class_on_its_class_of_the_new_data(tm
     old = model.privacy_ledger.guarantees()["toy"]
     import zoo
 
+    target = old["epsilon"] + 1.5  # nothing shows "toy" and "new" apart: the card's ε composes both
     tuned = zoo.finetune(
-        model, LabelledToyData("new"), 1.5, max_steps=2, accountant="rdp", accelerator="cpu", enable_progress_bar=False
+        model,
+        LabelledToyData("new"),
+        target,
+        max_steps=2,
+        accountant="rdp",
+        accelerator="cpu",
+        enable_progress_bar=False,
     )
-    guarantees = tuned.privacy_ledger.guarantees()  # nothing shows "toy" and "new" apart: both compose
+    guarantees = tuned.privacy_ledger.guarantees()
     assert guarantees["toy"]["composed_with"] == ["new"] and guarantees["new"]["composed_with"] == ["toy"]
-    assert guarantees["new"]["epsilon"] == guarantees["toy"]["epsilon"] > old["epsilon"]
+    assert target >= guarantees["new"]["epsilon"] == guarantees["toy"]["epsilon"] > old["epsilon"]
     assert len(guarantees["new"]["partitions"]) == 3 and max(guarantees["new"]["partitions"].values()) <= 1.5
     folder = save_pretrained(tuned, tmp_path / "out" / "tuned")
     card = (folder / "README.md").read_text()

@@ -66,7 +66,7 @@ def test_cas_on_an_unconditional_model_is_refused():
 
 
 @needs_extractor
-def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, capsys):
+def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, capsys, monkeypatch):
     from huggingface_hub import ModelCard
     from torch.utils.data import TensorDataset
 
@@ -75,9 +75,10 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     from zoo.privacy import DPCallback
 
     class NamedToy(ToyData):
-        """Records of a named source: a card may publish numbers against MNIST's test split, public and apart."""
+        """Records of a named source (in ``NAMED_SOURCES``): a card may publish numbers against MNIST's test split,
+        public and apart."""
 
-        records_identity = "toy-28/train#0123456789abcdef"
+        records_identity = "fashion_mnist/train#0123456789abcdef"
 
     model = DPLFlow(channels=(4, 8), latent_dim=4, flow_blocks=2, flow_hidden=16)
     data = NamedToy(TensorDataset(torch.rand(64, 1, 28, 28), torch.zeros(64)), 0.25, "toy-28")
@@ -109,6 +110,7 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     unnamed = ToyData(TensorDataset(torch.rand(64, 1, 28, 28), torch.zeros(64)), 0.25, "toy-28")
     tiny_trainer([DPCallback(noise_multiplier=1.0, accountant="rdp")], 2).fit(model, unnamed)
     unchecked = save_pretrained(model, tmp_path / "unnamed")
+    monkeypatch.setenv("DPZOO_CACHE_DIR", str(tmp_path / "another-machine"))  # its records named by content there
     assert main(["evaluate", str(unchecked), "--dataset", "mnist", "--metrics", "fid_lenet", "--write-card"]) == 2
     assert "nothing shows these images are not among them" in capsys.readouterr().err
 

@@ -102,3 +102,12 @@ def test_calibration_refuses_a_spent_budget():
 
     with pytest.raises(PrivacyConfigError, match="already spend"):
         calibrate_noise_multiplier(1.0, DELTA, Q, STEPS, "prv", prior_history=[(0.5, 1.0, 1)])
+
+
+def test_the_pld_stays_finite_where_dp_accountings_own_epsilon_search_overflows():
+    """GS-WGAN's sanitiser at its ε = 10,000 recipe's σ: dp-accounting's get_epsilon returns ∞ at 2,380 steps (a
+    division by a vanishing mass past ε ≈ 700) though 2,300 and 2,500 steps are finite; the ε read off δ(ε) is
+    finite and lies between them (issue 64's run logged ε = inf from that step on)."""
+    sigma, rate = 0.10162122547626495, 0.002
+    before, at, after = (epsilon_spent([(sigma, rate, steps)], 1e-5, "pld") for steps in (2300, 2380, 2500))
+    assert before < at < after < 740

@@ -11,13 +11,18 @@ from typing import Any
 import pytorch_lightning as pl
 
 from zoo.privacy import PrivacyConfigError
+from zoo.privacy.private_data import DeclaredPrivateData
 
 
 class PublicData(pl.LightningDataModule):
     """``data`` declared public by the user, who says why in ``source`` (e.g. "CIFAR-10 classes 0-4: a
-    published dataset, not our patients' images")."""
+    published dataset, not our patients' images").
 
-    def __init__(self, data: pl.LightningDataModule, source: str) -> None:
+    The ledger refuses public data that may share a record with protected data: where this machine's record index
+    cannot tell (the protected data was used elsewhere, or the two are copies it cannot link),
+    ``assume_disjoint=True`` is the user's statement that they share none, and the card states it."""
+
+    def __init__(self, data: pl.LightningDataModule, source: str, *, assume_disjoint: bool = False) -> None:
         super().__init__()
         if not isinstance(data, pl.LightningDataModule):
             raise TypeError(f"PublicData wraps a LightningDataModule, got {type(data).__name__}")
@@ -30,7 +35,7 @@ class PublicData(pl.LightningDataModule):
             )
         if getattr(data, "dataset_id", None) is None:
             raise PrivacyConfigError(f"{type(data).__name__} has no dataset_id: the ledger must name the public data")
-        self.data, self.source = data, source.strip()
+        self.data, self.source, self.assume_disjoint = data, source.strip(), bool(assume_disjoint)
 
     @property
     def dataset_id(self) -> str:
@@ -39,7 +44,7 @@ class PublicData(pl.LightningDataModule):
     @property
     def records_identity(self) -> str | None:
         """Which records are declared public (``zoo.privacy.records``): none of them may be protected ones."""
-        return getattr(self.data, "records_identity", None)
+        return DeclaredPrivateData(self.data).records_identity
 
     @property
     def image_shape(self) -> Any:

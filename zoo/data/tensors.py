@@ -9,6 +9,8 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from zoo.errors import UserError
+from zoo.privacy import record_index
+from zoo.privacy.records import tensor_keys
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
@@ -16,8 +18,10 @@ from zoo.privacy.validation import check_sample_rate
 class TensorDataModule(pl.LightningDataModule):
     """``inputs`` (n, ...) with integer ``labels`` (n,), served by Poisson sampling at ``sample_rate``.
 
-    ``dataset_id`` names the data in the privacy ledger; ``for_class(k)`` serves class k only,
-    a disjoint partition of it (for per-class models)."""
+    ``dataset_id`` names the data in the privacy ledger and on the card: words only, never taken for a named
+    dataset. Which records the uses touch is ``records_identity``, from the inputs' content (the local record
+    index), so that two uses of the same tensors compose whatever they are named. ``for_class(k)`` serves class
+    k only, a disjoint partition of it (for per-class models)."""
 
     def __init__(
         self,
@@ -41,6 +45,7 @@ class TensorDataModule(pl.LightningDataModule):
         self.sampling_seed = sampling_seed
         keep = torch.ones(len(labels), dtype=torch.bool) if label is None else self.labels == label
         self.train_set = TensorDataset(inputs[keep], self.labels[keep])
+        self._records_identity: str | None = None
 
     @property
     def image_shape(self) -> tuple[int, ...] | None:
@@ -54,6 +59,14 @@ class TensorDataModule(pl.LightningDataModule):
     @property
     def dataset_id(self) -> str:
         return self.whole_id if self.label is None else f"{self.whole_id}/class={self.label}"
+
+    @property
+    def records_identity(self) -> str:
+        """The served records by the local record index (``zoo.privacy.records.tensor_keys``): the same images
+        in a folder, a named dataset or other tensors get linked, and the name publishes nothing about them."""
+        if self._records_identity is None:
+            self._records_identity = record_index.register(tensor_keys(self.train_set.tensors[0]))
+        return self._records_identity
 
     @property
     def partition_of(self) -> str | None:

@@ -2,9 +2,11 @@
 
 - ``"test"`` (the default): a named dataset's official test split, an image folder's ``test/`` part, or
   the held-out part its model recorded for a folder without one (``ImageFolderDataModule.card_data``);
-- a path: a folder of held-out images the user names;
+- a path: a folder of images the user names, for image folders: always a local diagnostic, never on a card
+  (``check_held_out`` refuses it before any work). Nothing can show that such a folder holds no protected record:
+  the record index links exact copies, and a re-encoded or resized copy of a training photo has other pixels;
 
-whichever it is, the images are compared, by this machine's record index (``zoo.privacy.record_index``), with
+the test or held-out images are compared, by this machine's record index (``zoo.privacy.record_index``), with
 the records the model's ledger protects: images that are among them, or that nothing shows are not (a model
 trained elsewhere, a cleared index), make every number computed against them a local diagnostic
 (``protected``), and a card refuses them before any work (``check_held_out``);
@@ -91,7 +93,7 @@ def reference_images(
     size, channels = (None, None) if image_shape is None else (tuple(image_shape[1:]), image_shape[0])
     decoded = read_part(test, size, channels, convert=held_out.get("convert"))  # type: ignore[arg-type]
     images, labels = ByteImages(decoded.images, decoded.labels).tensors
-    protected = _protected_reason(lambda: decoded.record_keys.numpy(), ledger)
+    protected = _given_folder_reason(reference) or _protected_reason(lambda: decoded.record_keys.numpy(), ledger)
     description = f"{name} ({len(labels)} {'images' if protected else 'held-out images'})"
     return ReferenceImages(images, labels, description, decoded.classes, protected)
 
@@ -103,8 +105,17 @@ def check_held_out(
     recorded: dict[str, Any] | None,
     ledger: PrivacyLedger | None,
 ) -> None:
-    """Before any work, for a card: refuse evaluation images that share a record with those ``ledger``
-    protects, or that this machine cannot show do not (``reference_images``)."""
+    """Before any work, for a card: refuse a folder given by path (``--reference PATH``) before reading an image,
+    and evaluation images that share a record with those ``ledger`` protects, or that this machine cannot show
+    do not (``reference_images``)."""
+    if dataset not in IMAGE_DATASETS and _given_folder_reason(reference):
+        raise UnpublishableMetricError(
+            f"a model card publishes only numbers computed against images the model never saw, and a folder given "
+            f"as --reference ({dataset_name(str(reference))}) cannot be shown to be such: "
+            f"{_given_folder_reason(reference)}. For the card, evaluate against the folder's own test/ part or the "
+            "part its model recorded as held out (drop --reference); with --reference PATH, evaluate without "
+            "--write-card, as a local diagnostic"
+        )
     protected = reference_images(dataset, image_shape, reference, recorded, ledger).protected
     if protected:
         raise UnpublishableMetricError(
@@ -112,6 +123,16 @@ def check_held_out(
             f"not covered ({protected}). Evaluate against images the model never saw, or without --write-card as "
             "a local diagnostic"
         )
+
+
+def _given_folder_reason(reference: str | None) -> str | None:
+    """Why numbers computed against a folder the user names (``reference`` a path) are a local diagnostic."""
+    if reference is None or reference in (TEST, TRAIN):
+        return None
+    return (
+        "the record index links exact copies only, and a re-encoded, resized or edited copy of a training image "
+        "has other pixels, so any folder but the model's own held-out part may hold protected records"
+    )
 
 
 def _protected_reason(
@@ -134,7 +155,8 @@ def _protected_reason(
                 "trained elsewhere, or the index was cleared, so nothing shows these images are not among them"
             )
         if shared:
-            return f"{shared} of these images are records the model protects ({dataset_id})"
+            are = "is a record" if shared == 1 else "are records"
+            return f"{shared} of these images {are} the model protects ({dataset_id})"
     return None
 
 
@@ -195,9 +217,12 @@ def training_split_reason(dataset: str) -> str:
 
 
 def _recorded_part(dataset: str, train: FolderPart, held_out: dict[str, Any]) -> FolderPart:
-    """The held-out part a model recorded for a folder without ``test/``, rebuilt by its rule (each file by a
-    hash of its own name); whether its images are among the protected records is the record index's to say."""
-    part = subset(train, held_out_indices(train, held_out["fraction"], held_out["seed"]))
+    """The held-out part a model recorded for a folder without ``test/``, rebuilt by the rule it recorded (``split``:
+    each distinct image by a hash of its pixels), or, for a model recorded before that rule, by the rule it was
+    split by (each file directly in a class folder by a hash of its own name), so that it is evaluated against
+    exactly the part it held out; whether its images are among the protected records is the record index's to say."""
+    indices = held_out_indices(train, held_out["fraction"], held_out["seed"], held_out.get("split"))
+    part = subset(train, indices)
     if not part.files:
         raise UserError(
             f"the model kept no images of {dataset} out of training: pass --reference PATH of held-out images"

@@ -35,6 +35,9 @@ class Budget:
         self.protected: str | None = None
         self.partition_of: str | None = None
         self.records_identity: str | None = None
+        #: the trainer's statement that the protected records share none with the ledger's public data, where
+        #: this machine cannot show it (``PrivacyLedger.check_private_use``); entered in the plan's entries
+        self.assume_disjoint = False
         #: what this plan entered in its ledger
         self.plan_entries: list[LedgerEntry | PACEntry] = []
 
@@ -59,7 +62,7 @@ class Budget:
 
     def check_records(self, ledger: PrivacyLedger, dataset_id: str, records_identity: str | None) -> None:
         """Before spending on ``dataset_id``: refuse records whose source ``ledger`` holds as public data."""
-        ledger.check_private_use(dataset_id, records_identity)
+        ledger.check_private_use(dataset_id, records_identity, self.assume_disjoint)
 
     def spend_into(self, ledger: PrivacyLedger) -> None:
         """Continue in ``ledger``, unless this budget has spent into another: the new ledger would not hold
@@ -78,7 +81,9 @@ class Budget:
         return []
 
     def track(self, entry: LedgerEntry | PACEntry) -> None:
-        """Count ``entry``, already in the ledger, as this plan's spending."""
+        """Count ``entry``, already in the ledger, as this plan's spending (with the plan's ``assume_disjoint``)."""
+        if isinstance(entry, LedgerEntry) and self.assume_disjoint:
+            entry.assumed_disjoint = True
         if all(e is not entry for e in self.plan_entries):
             self.plan_entries.append(entry)
 
@@ -109,6 +114,9 @@ class DPBudget(Budget):
             entropy, never from the global RNG that ``seed_everything`` makes repeatable: two runs
             seeded alike (one per class, say) would otherwise share noise that cancels in differences.
             A seeded run is recorded as such in the ledger and saved as not differentially private.
+        assume_disjoint: the trainer's statement that the private records share none with the public data
+            the model's ledger holds (a downloaded base's), where this machine's record index cannot show it;
+            without it such a plan is refused before any work. The ledger entries and the card state it.
     """
 
     def __init__(
@@ -123,9 +131,11 @@ class DPBudget(Budget):
         planned_steps: int | None = None,
         dataset_id: str | None = None,
         noise_seed: int | None = None,
+        assume_disjoint: bool = False,
     ) -> None:
         super().__init__()
         check_exactly_one(target_epsilon, noise_multiplier)
+        self.assume_disjoint = bool(assume_disjoint)
         self.target_epsilon = None if target_epsilon is None else check_epsilon(target_epsilon)
         self.noise_multiplier = (
             None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")
@@ -202,8 +212,10 @@ class DPBudget(Budget):
                 "this release calibrates σ from the budget: give DPBudget a target_epsilon, not a noise_multiplier."
             )
         if noise_multiplier is not None and self.target_epsilon is not None:
-            history = [*self.ledger.history(protected), (noise_multiplier, 1.0, 1)]
-            if epsilon_spent(history, self.delta, self.accountant) > self.target_epsilon:
+            left, prior = self.ledger.calibration_target(
+                self.target_epsilon, protected, self.records_identity, self.partition_of
+            )
+            if epsilon_spent([*prior, (noise_multiplier, 1.0, 1)], self.delta, self.accountant) > left:
                 raise PrivacyBudgetExhausted(
                     f"{note or 'a release'} at σ = {noise_multiplier:g} would take {protected} past "
                     f"ε = {self.target_epsilon}; raise its σ or the target."

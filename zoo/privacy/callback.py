@@ -116,15 +116,17 @@ class DPCallback(pl.Callback):
         dataset_id = self._dataset_id(data, sampling.dataset_size)
         records = data.records_identity
         self.budget.check_records(self.ledger, dataset_id, records)
-        self._restore_or_open_entry(trainer, dataset_id, sampling.dataset_size, sampling.sample_rate)
+        self._restore_or_open_entry(trainer, dataset_id, sampling.dataset_size, sampling.sample_rate, data)
         assert self.entry is not None
         self.entry.partition_of = self.entry.partition_of or data.partition_of
         self.entry.records_identity = self.entry.records_identity or records
         self.budget.track(self.entry)
         if self.target_epsilon is not None:
-            prior = self.ledger.history(dataset_id, exclude=self.entry)
+            target, prior = self.ledger.calibration_target(
+                self.target_epsilon, dataset_id, records, self.entry.partition_of, exclude=self.entry
+            )
             self.allowed_steps = max_steps_within(
-                self.target_epsilon,
+                target,
                 self.delta,
                 self.entry.noise_multiplier,
                 sampling.sample_rate,
@@ -152,7 +154,7 @@ class DPCallback(pl.Callback):
         return dataset_id
 
     def _restore_or_open_entry(
-        self, trainer: pl.Trainer, dataset_id: str, dataset_size: int, sample_rate: float
+        self, trainer: pl.Trainer, dataset_id: str, dataset_size: int, sample_rate: float, data: PrivateData
     ) -> None:
         assert self.mechanism is not None
         budget = self.budget
@@ -184,13 +186,11 @@ class DPCallback(pl.Callback):
                     "cannot calibrate σ for an unbounded run: set Trainer(max_steps=...) or "
                     "DPCallback(planned_steps=...)."
                 )
+            target, prior = self.ledger.calibration_target(
+                budget.target_epsilon, dataset_id, data.records_identity, data.partition_of
+            )
             sigma = calibrate_noise_multiplier(
-                budget.target_epsilon,
-                budget.delta,
-                sample_rate,
-                int(planned),
-                budget.accountant,
-                prior_history=self.ledger.history(dataset_id),
+                target, budget.delta, sample_rate, int(planned), budget.accountant, prior_history=prior
             )
         else:
             assert given is not None, "a DPBudget without a target ε fixes σ"

@@ -58,6 +58,9 @@ class LedgerEntry:
     partition_of: str | None = None
     records_identity: str | None = None
     per_example_gradients: str | None = None
+    #: the trainer stated that these records share none with the ledger's public data, which this machine could
+    #: not show (``DPBudget(assume_disjoint=True)``); the card says so
+    assumed_disjoint: bool = False
     #: randomness the run fixed by a seed ("noise_seed=0", "sampling_seed=1"): with a known seed the release is a
     #: deterministic function of the data, so the entry carries no guarantee (tests only)
     seeded: list[str] = field(default_factory=list)
@@ -91,13 +94,17 @@ class PublicDataUse:
     """Data the user declared public (``zoo.data.PublicData``), used without noise: the ledger names it by
     its dataset id and charges it no (ε, δ). It carries no guarantee, and the declaration is the user's:
     ``source`` is their statement of why it is public.
-    ``records_identity`` names its records (``zoo.privacy.records``; None when written before it was recorded)."""
+    ``records_identity`` names its records (``zoo.privacy.records``; None when written before it was recorded).
+    ``assumed_disjoint``: the declarer's statement, shown on the card, that none of these records is among the
+    protected ones where this machine cannot show it (a public network's training set, whose records the local
+    index does not hold); without it such a pair is refused."""
 
     dataset_id: str
     records: int
     source: str
     stage: str
     records_identity: str | None = None
+    assumed_disjoint: bool = False
     created: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat())
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,6 +133,43 @@ class PrivacyLedger:
         """All mechanisms that touched ``dataset_id`` (but ``exclude``), composed sequentially."""
         return [h for e in self.entries if e.dataset_id == dataset_id and e is not exclude for h in e.history()]
 
+    def calibration_target(
+        self,
+        target_epsilon: float,
+        dataset_id: str,
+        records_identity: str | None,
+        partition_of: str | None = None,
+        exclude: LedgerEntry | None = None,
+    ) -> tuple[float, History]:
+        """What a new use of data (``dataset_id``, ``records_identity``, a share of ``partition_of``) may be
+        calibrated to so that the card's ε (``guarantees``) is ``target_epsilon``: (ε for its sequential
+        composition, the mechanisms it composes with sequentially). The card composes the whole-data entries of
+        every linked dataset (uses that may share records) sequentially and adds the largest partition's ε of each
+        (basic composition): a whole-data use joins the first, a partition its own partition's entries, and what
+        the card adds besides is taken off the target. Refused when nothing is left."""
+        uses = {root: [e.use for e in entries if e is not exclude] for root, entries in self._by_root().items()}
+        root = partition_of or dataset_id
+        uses.setdefault(root, []).append((records_identity, dataset_id))
+        group = _linked(uses)[root]
+        linked = [e for e in self.entries if e is not exclude and (e.partition_of or e.dataset_id) in group]
+        wholes = [e for e in linked if not e.partition_of]
+        largest_part: dict[str, float] = {}
+        for part in dict.fromkeys(e.dataset_id for e in linked if e.partition_of and e.dataset_id != dataset_id):
+            part_root = self._latest(part).partition_of or part
+            largest_part[part_root] = max(largest_part.get(part_root, 0.0), self.epsilon(part))
+        if partition_of is None:
+            sequential, added = wholes, sum(largest_part.values())
+        else:
+            sequential = [e for e in linked if e.dataset_id == dataset_id]
+            added = sum(eps for part_root, eps in largest_part.items() if part_root != root) + _sequential(wholes)
+        if added >= target_epsilon:
+            raise PrivacyConfigError(
+                f"the ledger composes {dataset_id} with data that may share its records, whose releases already add "
+                f"ε = {added:.4g} to the card's ε: nothing of ε = {target_epsilon} is left to train with. Ask for a "
+                "larger ε: it is the ε the card will state"
+            )
+        return target_epsilon - added, [h for e in sequential for h in e.history()]
+
     def epsilon(self, dataset_id: str, delta: float | None = None, accountant: str | None = None) -> float:
         """ε spent on ``dataset_id`` (δ and accountant default to those of its latest entry)."""
         latest = self._latest(dataset_id)
@@ -145,7 +189,7 @@ class PrivacyLedger:
         """
         by_root = self._by_root()
         parts = {root: self._partitions(entries) for root, entries in by_root.items()}
-        groups = _linked(by_root)
+        groups = _linked({root: [e.use for e in entries] for root, entries in by_root.items()})
         composed = {group: self._composed(group, parts) for group in dict.fromkeys(groups.values())}
         return {
             root: {
@@ -197,26 +241,34 @@ class PrivacyLedger:
                 f"under that name (DPBudget(dataset_id={named!r}), or no dataset_id)"
             )
 
-    def check_private_use(self, dataset_id: str, records_identity: str | None) -> None:
+    def check_private_use(self, dataset_id: str, records_identity: str | None, assume_disjoint: bool = False) -> None:
         """Refuse to protect records (``dataset_id``, ``records_identity``) of which the ledger holds some as
-        public data (the local record index, or one named source, shows it)."""
-        public = next((p for p in self.public_data if shared_records((records_identity, dataset_id), p.use)), None)
-        if public is not None:
-            raise PrivacyConfigError(
-                f"{dataset_id} shares records with {public.dataset_id}, which the ledger holds as public data "
-                f"(declared public because: {public.source}): records cannot be both public and protected; train "
-                "on records that were not declared public"
-            )
+        public data, or may hold some: where neither the local record index nor the named sources tell, the
+        public data's declarer or the trainer must ``assume_disjoint`` (fails closed; the card states it)."""
+        for public in self.public_data:
+            shared = shared_records((records_identity, dataset_id), public.use)
+            if shared:
+                raise PrivacyConfigError(
+                    f"{dataset_id} shares records with {public.dataset_id}, which the ledger holds as public data "
+                    f"(declared public because: {public.source}): records cannot be both public and protected; "
+                    "train on records that were not declared public"
+                )
+            if shared is None and not (public.assumed_disjoint or assume_disjoint):
+                raise PrivacyConfigError(_unknown_overlap(dataset_id, public.dataset_id, PRIVATE_SIDE_FIX))
 
-    def check_public_use(self, dataset_id: str, records_identity: str | None) -> None:
-        """Refuse to declare public data that shares records with data the ledger protects."""
-        protected = next((e for e in self.entries if shared_records((records_identity, dataset_id), e.use)), None)
-        if protected is not None:
-            raise PrivacyConfigError(
-                f"the data declared public ({dataset_id}) shares records with {protected.dataset_id}, which the "
-                "ledger protects: records cannot be both public and protected; declare public only records the "
-                "model was not trained on privately"
-            )
+    def check_public_use(self, dataset_id: str, records_identity: str | None, assume_disjoint: bool = False) -> None:
+        """Refuse to declare public data that shares records with data the ledger protects, or that nothing
+        shows does not, unless the declarer ``assume_disjoint`` (stated on the card; fails closed)."""
+        for protected in self.entries:
+            shared = shared_records((records_identity, dataset_id), protected.use)
+            if shared:
+                raise PrivacyConfigError(
+                    f"the data declared public ({dataset_id}) shares records with {protected.dataset_id}, which the "
+                    "ledger protects: records cannot be both public and protected; declare public only records the "
+                    "model was not trained on privately"
+                )
+            if shared is None and not assume_disjoint:
+                raise PrivacyConfigError(_unknown_overlap(protected.dataset_id, dataset_id, PUBLIC_SIDE_FIX))
 
     def summary_lines(self) -> list[str]:
         """Each guarantee in one line, in its own notion (what the command line prints)."""
@@ -273,12 +325,36 @@ class PrivacyLedger:
         return cls([LedgerEntry.from_dict(e) for e in data["entries"]], pac, public)
 
 
-def _linked(by_root: dict[str, list[LedgerEntry]]) -> dict[str, tuple[str, ...]]:
-    """Each root's group: the roots whose entries it may share records with, directly or through others
-    (every two entries, unless a public fact shows them apart: ``zoo.privacy.records.disjoint_by_name``)."""
-    groups: list[tuple[list[LedgerEntry], tuple[str, ...]]] = []
-    for root, entries in by_root.items():
-        linked = [g for g in groups if any(not disjoint_by_name(a.use, b.use) for a in g[0] for b in entries)]
-        merged = ([*(e for g in linked for e in g[0]), *entries], (*(k for g in linked for k in g[1]), root))
+#: how the trainer states what the index cannot show, on each side of the check
+PRIVATE_SIDE_FIX = (
+    "zoo.finetune(..., assume_disjoint=True) or DPBudget(assume_disjoint=True); dpzoo train --assume-disjoint; "
+    "dpzoo fit --privacy.assume_disjoint=true"
+)
+PUBLIC_SIDE_FIX = "PublicData(..., assume_disjoint=True)"
+
+
+def _sequential(entries: list[LedgerEntry]) -> float:
+    """ε of ``entries`` composed sequentially, at the latest one's δ and accountant (as ``guarantees``); 0 for none."""
+    if not entries:
+        return 0.0
+    return epsilon_spent([h for e in entries for h in e.history()], entries[-1].delta, entries[-1].accountant)
+
+
+def _unknown_overlap(protected: str, public: str, fix: str) -> str:
+    return (
+        f"nothing on this machine shows that {public}, declared public, shares no record with {protected}, which "
+        "the ledger protects (the local record index does not hold both: a model trained or pretrained on another "
+        "machine, or a cleared index), and records cannot be both public and protected. Use both on this machine, "
+        f"or, if you know they share no record, say so ({fix}): the card states it"
+    )
+
+
+def _linked(uses_by_root: dict[str, list[tuple[str | None, str]]]) -> dict[str, tuple[str, ...]]:
+    """Each root's group: the roots whose uses it may share records with, directly or through others (every two
+    uses, unless a public fact shows them apart: ``zoo.privacy.records.disjoint_by_name``)."""
+    groups: list[tuple[list[tuple[str | None, str]], tuple[str, ...]]] = []
+    for root, uses in uses_by_root.items():
+        linked = [g for g in groups if any(not disjoint_by_name(a, b) for a in g[0] for b in uses)]
+        merged = ([*(u for g in linked for u in g[0]), *uses], (*(k for g in linked for k in g[1]), root))
         groups = [group for group in groups if all(group is not g for g in linked)] + [merged]
     return {key: keys for _, keys in groups for key in keys}

@@ -3,15 +3,23 @@ one (``DeclaredPrivateData``), and the datamodules that serve each class on its 
 
 Any LightningDataModule can be trained privately (``DPCallback`` on a plain Trainer), so every member of
 PrivateData is optional: a datamodule declares what it knows, and a member it lacks reads as None, which the
-ledger takes as "not declared" (an unnamed dataset is warned about and named by its size; no records identity
-links no entries by their records; no partition composes as the whole data) and a model as "not decided by the
-data". zoo.data's datamodules declare what they know. The protocols live here, below zoo.data, because the
-privacy core reads them and knows no dataset.
+ledger takes as "not declared" (an unnamed dataset is warned about and named by its size; no partition composes
+as the whole data) and a model as "not decided by the data". A records identity it lacks is taken from its
+training records' content (``zoo.privacy.records.content_identity``), so that two uses of the same records link
+whatever they are called. zoo.data's datamodules declare what they know. The protocols live here, below zoo.data,
+because the privacy core reads them and knows no dataset.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import weakref
+from typing import Any, Protocol, runtime_checkable
+
+from zoo.privacy.records import content_identity
+from zoo.privacy.sampling import PoissonBatches
+
+#: content identities already computed, by training dataset (a datamodule is read before and during training)
+_CONTENT_IDENTITIES: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
 
 
 class PrivateData(Protocol):
@@ -53,7 +61,15 @@ class DeclaredPrivateData(PrivateData):
 
     @property
     def records_identity(self) -> str | None:
-        return getattr(self.datamodule, "records_identity", None)
+        declared = getattr(self.datamodule, "records_identity", None)
+        if declared is not None:
+            return declared
+        dataset = _training_dataset(self.datamodule)
+        if dataset is None:
+            return None
+        if dataset not in _CONTENT_IDENTITIES:
+            _CONTENT_IDENTITIES[dataset] = content_identity(dataset)
+        return _CONTENT_IDENTITIES[dataset]
 
     @property
     def partition_of(self) -> str | None:
@@ -66,6 +82,20 @@ class DeclaredPrivateData(PrivateData):
     @property
     def num_classes(self) -> int | None:
         return getattr(self.datamodule, "num_classes", None)
+
+
+def _training_dataset(datamodule: object) -> Any:
+    """The dataset a datamodule trains on: its ``train_set``, else its train loader's dataset (inside a Poisson
+    loader's batches); None when it has neither (or its loader cannot be built yet)."""
+    dataset = getattr(datamodule, "train_set", None)
+    if dataset is not None:
+        return dataset
+    loader = getattr(datamodule, "train_dataloader", None)
+    try:
+        dataset = getattr(loader(), "dataset", None) if callable(loader) else None
+    except Exception:  # a loader that needs a trainer or setup first: no content to read here
+        return None
+    return dataset.dataset if isinstance(dataset, PoissonBatches) else dataset
 
 
 @runtime_checkable

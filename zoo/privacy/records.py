@@ -13,20 +13,38 @@ fact shows them apart (``disjoint_by_name``: named datasets of different sources
 the checks made before any work, which publish nothing (``shared_records``: no record both protected and
 declared public, no evaluation reference that holds a protected record).
 
-An entry written before identities were recorded is matched by its dataset id's name before the split
-(``mnist/train[seed=0,...]``).
+Only the sources in ``NAMED_SOURCES``, a fixed list, are named datasets: a use is never taken for one because
+of how its id reads. A datamodule that declares no records identity is given one from its records' content
+(``content_identity``), so that its uses link by content as a folder's do. An entry written before identities
+were recorded is matched by its dataset id's name before the split (``mnist/train[seed=0,...]``), and only
+when that name is in the list.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sized
+from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
+from torch.utils.data import Dataset, IterableDataset, TensorDataset
 
 from zoo.privacy import record_index
 
 DIGEST_CHARS = 16
+
+#: the sources whose universe of records is public and fixed (``zoo.data``'s named datasets and tables, and the
+#: training data of the public networks): the only uses a public fact can show apart. A test checks it against
+#: zoo.data and the public networks.
+NAMED_SOURCES = frozenset(
+    {
+        *(f"{name}/{split}" for name in ("mnist", "fashion_mnist", "cifar10") for split in ("train", "test")),
+        *(f"{table}/train" for table in ("lifesci", "gaussians", "half_moons", "pinwheel")),
+        "imagenet-1k/train",
+    }
+)
 
 
 def records_identity(source: str, kept: Tensor) -> str:
@@ -35,23 +53,56 @@ def records_identity(source: str, kept: Tensor) -> str:
     return f"{source}#{hashlib.sha256(indices.tobytes()).hexdigest()[:DIGEST_CHARS]}"
 
 
+def content_identity(dataset: Dataset) -> str | None:
+    """``local:<id>`` of the records of a map-style ``dataset`` (items a tensor or a tuple of tensors), by their
+    content: images (C, H, W) by their pixel keys, so that they link with the same images in a folder or a named
+    dataset, anything else by a digest of its values (``zoo.privacy.record_index``). None for a dataset that
+    cannot be enumerated (no length), which then links with every other use."""
+    if isinstance(dataset, TensorDataset):
+        return record_index.register(tensor_keys(dataset.tensors[0]))
+    if isinstance(dataset, IterableDataset) or not isinstance(dataset, Sized):
+        return None
+    keys = [_item_key(dataset[index]) for index in range(len(dataset))]
+    return record_index.register(np.stack(keys) if keys else np.zeros((0, record_index.KEY_BYTES), np.uint8))
+
+
+def tensor_keys(inputs: Tensor) -> np.ndarray:
+    """Record keys (N, 32) of ``inputs`` (N, ...): pixel keys of images (N, C, H, W) with values in [0, 1] or
+    uint8, so that the same image links however it is held; a digest of each row's values otherwise."""
+    if _is_image_batch(inputs):
+        pixels = inputs if inputs.dtype == torch.uint8 else inputs.mul(255).round().to(torch.uint8)
+        return record_index.pixel_keys(pixels.numpy())
+    return record_index.row_keys(inputs.reshape(len(inputs), -1).double().numpy())
+
+
+def _is_image_batch(inputs: Tensor) -> bool:
+    if inputs.dim() != 4 or inputs.shape[1] not in (1, 3):
+        return False
+    if inputs.dtype == torch.uint8:
+        return True
+    return inputs.is_floating_point() and bool(((inputs >= 0) & (inputs <= 1)).all())
+
+
+def _item_key(item: Any) -> np.ndarray:
+    """One record's key: the first tensor of the item (its input; the label does not make another record)."""
+    inputs = item[0] if isinstance(item, (tuple, list)) else item
+    return tensor_keys(torch.as_tensor(inputs).detach().cpu().unsqueeze(0))[0]
+
+
 def _records_source(records: str | None, dataset_id: str) -> str | None:
     """Where a use's records come from: its identity's source, else (written before identities were
-    recorded) its dataset id's name before the split, in the form only the named datamodules give
-    (``mnist/train[...]``); None when neither says."""
+    recorded) its dataset id's name before the split (``mnist/train[...]``); None when neither says."""
     if records is not None:
         return records.rpartition("#")[0] or records
     name, split, _ = dataset_id.partition("[")
-    return name if split and name.endswith("/train") else None
+    return name if split else None
 
 
 def named_source(records: str | None, dataset_id: str) -> str | None:
-    """The named dataset a use draws on, when its identity is a public description: not a local use, and not a
-    folder named by a digest of its files (as dpzoo named folders before the local index)."""
+    """The named dataset a use draws on: its source when that is in ``NAMED_SOURCES``, else None (whatever the
+    identity or the id says: a name is not a fact about the records)."""
     source = _records_source(records, dataset_id)
-    if source is None or source.startswith(record_index.LOCAL) or "@" in source:
-        return None
-    return source
+    return source if source in NAMED_SOURCES else None
 
 
 def disjoint_by_name(first: tuple[str | None, str], second: tuple[str | None, str]) -> bool:

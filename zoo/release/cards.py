@@ -67,6 +67,7 @@ DATA_LABELS = {
     "records": "records (as the privacy ledger names them)",
     "classes": "classes",
     "images": "training images",
+    "record": "a record is",
     "image_shape": "image shape",
     "preprocessing": "preprocessing",
     "held_out": "held out of training",
@@ -152,7 +153,12 @@ def model_card(config: dict[str, Any], load_as: str, method: type | None = None)
         license=config.get("license"),
         barrier_description=BARRIERS.get(privacy["barrier"], privacy["barrier"]),
         ledger_rows=_ledger_rows(config),
-        notes=[*method.card_notes(config), *_guarantee_notes(privacy), *_sources_notes(ledger)],
+        notes=[
+            *method.card_notes(config),
+            *_guarantee_notes(privacy),
+            *_sources_notes(ledger),
+            *_assumed_disjoint_notes(ledger),
+        ],
         recipe=config.get("recipe") or {},
         evaluation=evaluation,
         results=results,
@@ -223,6 +229,27 @@ def _sources_notes(ledger: PrivacyLedger) -> list[str]:
         f"{', '.join(sorted(public))}: different named datasets, as the ledger requires (it refuses to protect "
         "records declared public). It does not compare near-duplicate images."
     ]
+
+
+def _assumed_disjoint_notes(ledger: PrivacyLedger) -> list[str]:
+    """What the guarantee rests on that no machine checked: a statement that public and protected data share no
+    record, made where the record index could not show it (``PrivacyLedger.check_private_use``)."""
+    public = [use.dataset_id for use in ledger.public_data if use.assumed_disjoint]
+    stated = sorted({entry.dataset_id for entry in ledger.entries if entry.assumed_disjoint})
+    notes = []
+    if public:
+        notes.append(
+            f"Assumed, not checked: the public data {', '.join(public)} holds none of the protected records (declared "
+            "by whoever used it; no record index holds its records). The guarantee does not cover a protected "
+            "record that is among them."
+        )
+    if stated:
+        notes.append(
+            f"Assumed, not checked: {', '.join(stated)} shares no record with the public data above (stated by "
+            "whoever trained on it, where that machine's record index could not show it). The guarantee does not "
+            "cover a protected record that is also among the public data."
+        )
+    return notes
 
 
 def _notion_tag(privacy: dict[str, Any]) -> str:

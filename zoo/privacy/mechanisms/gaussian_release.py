@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from zoo.privacy.accounting import calibrate_noise_multiplier
+from zoo.privacy.accounting import History, calibrate_noise_multiplier
 from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.precision import noise_dtype
@@ -59,7 +59,8 @@ def gaussian_release(
 
     ``l2_sensitivity`` is the largest change of the statistic when one example is added
     or removed; σ is calibrated from ``target_epsilon`` unless given, composed with what
-    ``ledger`` already holds for ``dataset_id`` (whose records ``records_identity`` names). The
+    ``ledger`` already holds for ``dataset_id`` (whose records ``records_identity`` names) and for the data the
+    ledger composes with it (``PrivacyLedger.calibration_target``), so that the card's ε is the target. The
     entry is appended to ``ledger`` when one is passed. Without a ``generator`` the noise comes
     from OS entropy; a seeded one is named in ``seeded`` (``"noise_seed=0"``), which the entry records.
     """
@@ -69,8 +70,11 @@ def gaussian_release(
     l2_sensitivity = check_positive(l2_sensitivity, "l2_sensitivity")
     warn_if_delta_too_large(delta, dataset_size)
     if noise_multiplier is None:
-        prior = [] if ledger is None else ledger.history(dataset_id)
-        sigma = calibrate_noise_multiplier(check_epsilon(target_epsilon), delta, 1.0, 1, accountant, prior)  # type: ignore[arg-type]
+        target: float = check_epsilon(target_epsilon)  # type: ignore[arg-type]
+        prior: History = []
+        if ledger is not None:
+            target, prior = ledger.calibration_target(target, dataset_id, records_identity, partition_of)
+        sigma = calibrate_noise_multiplier(target, delta, 1.0, 1, accountant, prior)
     else:
         sigma = check_positive(noise_multiplier, "noise_multiplier")
     generator = generator or private_generator()
