@@ -3,16 +3,14 @@ whether two uses share a record, unless the user states that they do not (``assu
 then says."""
 
 import pytest
-import torch
 
 import zoo
-from lightning_modules import DPMERF
 from tests.folders import write_image_folder
+from tests.zoo.test_public_pretraining import QUIET, tiny_merf
 from zoo.data import ImageFolderDataModule, PublicData
 from zoo.privacy import DPBudget, PrivacyConfigError
 from zoo.training import pretrain_public, train
 
-QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False)
 UNKNOWN = "nothing on this machine shows that"
 
 
@@ -21,11 +19,6 @@ def folders(tmp_path):
     public = write_image_folder(tmp_path / "public", per_class=6, size=(8, 8), mode="L", seed=1)
     private = write_image_folder(tmp_path / "private", per_class=6, size=(8, 8), mode="L", seed=2)
     return public, private
-
-
-def tiny_merf() -> DPMERF:
-    torch.manual_seed(0)
-    return DPMERF(**DPMERF.tiny_recipe().architecture)
 
 
 def whole(folder) -> ImageFolderDataModule:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytorch_lightning as pl
-import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from zoo.data.images import IMAGE_DATASETS, IMAGE_SHAPES, load_images
 from zoo.data.partition import train_validation_split
 from zoo.errors import UserError
-from zoo.privacy.record_index import pixel_keys, register_named
-from zoo.privacy.records import records_identity
+from zoo.privacy.record_index import register_named
+from zoo.privacy.records import records_identity, tensor_keys
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
@@ -95,7 +94,7 @@ class ImageDataModule(pl.LightningDataModule):
         identity = records_identity(self._source(), self._kept)
         if identity != self._registered:
             images = self.train_set.tensors[0]
-            register_named(identity, pixel_keys(images.mul(255).round_().to(torch.uint8).numpy()))
+            register_named(identity, tensor_keys(images))
             self._registered = identity
         return identity
 

@@ -9,8 +9,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from zoo.errors import UserError
-from zoo.privacy import record_index
-from zoo.privacy.records import tensor_keys
+from zoo.privacy.records import content_identity
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
 
@@ -61,11 +60,11 @@ class TensorDataModule(pl.LightningDataModule):
         return self.whole_id if self.label is None else f"{self.whole_id}/class={self.label}"
 
     @property
-    def records_identity(self) -> str:
-        """The served records by the local record index (``zoo.privacy.records.tensor_keys``): the same images
+    def records_identity(self) -> str | None:
+        """The served records by the local record index (``zoo.privacy.records.content_identity``): the same images
         in a folder, a named dataset or other tensors get linked, and the name publishes nothing about them."""
         if self._records_identity is None:
-            self._records_identity = record_index.register(tensor_keys(self.train_set.tensors[0]))
+            self._records_identity = content_identity(self.train_set)
         return self._records_identity
 
     @property

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from torch import Tensor
 
 from zoo.data.byte_images import ByteImages
@@ -35,7 +34,7 @@ from zoo.data.images import IMAGE_DATASETS, load_images
 from zoo.errors import UserError
 from zoo.metrics.publication import UnpublishableMetricError
 from zoo.privacy import PrivacyLedger, record_index
-from zoo.privacy.records import disjoint_by_name
+from zoo.privacy.records import disjoint_by_name, tensor_keys
 
 TEST, TRAIN = "test", "train"
 
@@ -201,7 +200,7 @@ def _named_split(dataset: str, split: str, ledger: PrivacyLedger | None) -> Refe
         )
     images, labels = load_images(dataset, train=split == TRAIN)
     if split == TEST:
-        keys = lambda: record_index.pixel_keys(images.mul(255).round().to(torch.uint8).numpy())  # noqa: E731
+        keys = lambda: tensor_keys(images)  # noqa: E731
         protected = _protected_reason(keys, ledger, named=f"{dataset}/{TEST}")
         return ReferenceImages(images, labels, f"{dataset} official test split", protected=protected)
     description = f"{dataset} official training split ({len(labels)} images)"

@@ -216,10 +216,7 @@ class PrivacyLedger:
         """(ε, δ) of datasets that may share records: their whole-dataset entries sequentially, plus the
         parallel composition of each one's partitions (``parts``)."""
         whole = [e for e in self.entries if not e.partition_of and e.dataset_id in roots]
-        epsilon, delta = 0.0, 0.0
-        if whole:
-            history = [h for e in whole for h in e.history()]
-            epsilon, delta = epsilon_spent(history, whole[-1].delta, whole[-1].accountant), whole[-1].delta
+        epsilon, delta = _sequential(whole), whole[-1].delta if whole else 0.0
         for root in roots:
             epsilon += max((e for e, _ in parts[root].values()), default=0.0)
             delta += max((d for _, d in parts[root].values()), default=0.0)
