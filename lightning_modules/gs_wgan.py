@@ -142,8 +142,10 @@ class GSWGAN(HelperParts, DPGenerativeModel):
         if self.part_is_empty(index):
             return
         critic_optimizer = self.optimizers()[0].optimizer
+        critic = self.critics[index]
         for _ in range(self.hparams.critic_steps):
-            critic_loss = self._critic_update(self.critics[index], index, generator, critic_optimizer)
+            critic_loss = self._critic_update(critic, index, generator, critic_optimizer)
+        critic.zero_grad(set_to_none=True)
         self.log("critic_loss", critic_loss, prog_bar=True)
 
     def _critic_update(
@@ -161,9 +163,9 @@ class GSWGAN(HelperParts, DPGenerativeModel):
             + self.hparams.gradient_penalty * critic.gradient_penalty(real, fake, real_labels)
             + self.hparams.logit_penalty * real_score.square().mean()
         )
-        optimizer.zero_grad(set_to_none=True)
+        critic.zero_grad(set_to_none=True)
         self.manual_backward(loss)
-        optimizer.step()
+        step_only(optimizer, critic)
         return loss.detach()
 
     def _generator_update(
@@ -256,6 +258,19 @@ class GSWGAN(HelperParts, DPGenerativeModel):
             privacy=dict(target_epsilon=5.0, accountant="rdp"),
             data=functools.partial(toy_images, size=28),
         )
+
+
+def step_only(optimizer: torch.optim.Optimizer, module: torch.nn.Module) -> None:
+    """``optimizer.step()`` over ``module``'s parameters alone, with their own state: the critics'
+    optimizer holds all K critics (one state per parameter, so the update is the same), and its
+    loop over every parameter of every critic cost a sixth of a CPU training step."""
+    group = optimizer.param_groups[0]
+    held = group["params"]
+    group["params"] = list(module.parameters())
+    try:
+        optimizer.step()
+    finally:
+        group["params"] = held
 
 
 def official_accounting_epsilon(entry: dict[str, Any]) -> float:

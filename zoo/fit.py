@@ -25,6 +25,7 @@ return the model they trained without writing anything. Ctrl-C then stops at onc
 
 from __future__ import annotations
 
+import copy
 import shlex
 import signal
 import sys
@@ -130,7 +131,7 @@ def interrupted_checkpoint(save_pretrained: str | Path) -> Path:
     """Where an interrupted run that would save its model in ``save_pretrained`` keeps its checkpoint (and, as
     ``.yaml``, its plan): beside it, never inside (the model folder holds a model's files only,
     ``zoo.release.save_target``)."""
-    folder = Path(save_pretrained)
+    folder = Path(save_pretrained).absolute()
     return folder.with_name(f"{folder.name}.interrupted.ckpt")
 
 
@@ -184,8 +185,15 @@ def run_recipe(
 
 def _resumable_plan(recipe: Recipe, options: RunOptions, provenance: Provenance) -> dict[str, Any]:
     """The recipe an interrupted run writes beside its checkpoint: its plan with its options and selection, and
-    no checkpoint of its own (the resume command names it)."""
-    return {**recipe.plan, **asdict(options), "selection": provenance.selection, "ckpt_path": None}
+    no checkpoint of its own (the resume command names it). Its folders are absolute, so the printed resume
+    command works from any directory (the plan stays on this machine: it never reaches a card)."""
+    plan = copy.deepcopy({**recipe.plan, **asdict(options), "selection": provenance.selection, "ckpt_path": None})
+    if plan.get("save_pretrained"):
+        plan["save_pretrained"] = str(Path(plan["save_pretrained"]).absolute())
+    data = (plan.get("data") or {}).get("init_args") or {}
+    if isinstance(data.get("root"), str):
+        data["root"] = str(Path(data["root"]).absolute())
+    return plan
 
 
 def _save(model: DPGenerativeModel, recipe: Recipe, options: RunOptions, provenance: Provenance) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import pytorch_lightning  # noqa: F401
 from pytorch_lightning import LightningDataModule
 
-from zoo.data.conversion import check_convert, preprocessing_sentence
+from zoo.data.conversion import check_convert, colour_mode, counted, pixels, preprocessing_sentence
 from zoo.data.folder_check import (
     Fix,
     FolderProblems,
@@ -221,14 +221,14 @@ def _base_problems(init_from: str, size: tuple[int, int], channels: int | None) 
     ]
     if tuple(size) == (height, width) and channels in (None, base_channels):
         return []
-    read = f"{channels}×{size[0]}×{size[1]}" if channels else f"{size[0]}×{size[1]}"
+    read = f"{colour_mode(channels)} {pixels(size)}" if channels else pixels(size)
     fix = (("image_size", height), ("channels", base_channels)) if height == width else ()
     return [
         Problem(
             f"the images would be read as {read}, near enough for the recipe, but the base {Path(init_from).name} "
-            f"takes {base_channels}×{height}×{width} images",
+            f"takes {colour_mode(base_channels)} {pixels((height, width))} images",
             (
-                Fix(fix, f"read them as the base's {base_channels}×{height}×{width}"),
+                Fix(fix, f"read them as the base's {colour_mode(base_channels)} {pixels((height, width))}"),
                 Fix(what="train without --init-from"),
             ),
         )
@@ -272,7 +272,9 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
     facts = [f for part in inspected for f in part.readable()]
     grey, transparent = sum(f.grey for f in facts), sum(f.transparent for f in facts)
     sizes = Counter(f.size for f in facts).most_common()
-    shown = ", ".join(f"{h}×{w} ×{n:,}" for (h, w), n in sizes[:4]) + (f", {len(sizes) - 4} more" if sizes[4:] else "")
+    shown = ", ".join(f"{pixels(size)} ×{n:,}" for size, n in sizes[:4]) + (
+        f", {len(sizes) - 4} more" if sizes[4:] else ""
+    )
     lines.append(f"  sizes: {shown}; {len(facts) - grey:,} colour, {grey:,} grey, {transparent:,} with transparency")
     ignored = ignored_names([p.part for p in inspected], root)
     if ignored:
@@ -280,21 +282,20 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
     if plan.split.duplicates:
         head, *groups = duplicates_lines(train, plan.split.duplicates, root)
         lines += [f"  {head}", *(f"    {group}" for group in groups)]
-    height, width_px = choice.size
     sentence = preprocessing_sentence(inspected[0].readable(), choice.size, plan.channels, convert)
-    lines.append(f"read as {plan.channels}×{height}×{width_px}: {sentence}")
+    lines.append(f"read as {colour_mode(plan.channels)} {pixels(choice.size)}: {sentence}")
     how = (
         "the folder's test/"
         if len(inspected) > 1
         else f"each image with chance {HELD_OUT:.0%}, by a hash of its pixels, so that copies stay together"
     )
     lines.append(
-        f"held out for evaluation: {len(test.files):,} images ({how}): never trained on, not among "
+        f"held out for evaluation: {counted(len(test.files), 'image')} ({how}): never trained on, not among "
         "the records the ledger protects; `dpzoo evaluate MODEL --dataset FOLDER` uses them"
     )
     validation = len(plan.split.validation)
     rest = f" ({validation:,} more kept for validation, not protected)" if validation else ""
-    lines.append(f"training: {len(plan.split.train):,} images{rest}")
+    lines.append(f"training: {counted(len(plan.split.train), 'image')}{rest}")
     lines.append(f"recipe: configs/{choice.recipe.path.name}: {choice.reason}")
     return "\n".join(lines)
 
@@ -349,21 +350,25 @@ def _verdict(
     ``trained_fully``: the recipe's steps all ran (more steps are then no remedy)."""
     from zoo.metrics.closeness import InceptionUnavailable, TooFewHeldOut, closeness_to_held_out
     from zoo.metrics.reference import reference_images
+    from zoo.metrics.sample_spread import sample_spread
 
+    spread = f"spread: {sample_spread(model, list(plan.inspected[0].part.classes)).sentence()}"
     recorded = json.loads((target / CONFIG_NAME).read_text())["data"]
     held_out = reference_images(str(plan.root), model.hparams.image_shape, None, recorded, model.privacy_ledger)
     if held_out.protected:
         return [
+            spread,
             "verdict: not computed, because the held-out images cannot be shown to lie outside the records the model "
-            f"protects: {held_out.protected}"
+            f"protects: {held_out.protected}",
         ]
     say(f"measuring how close samples are to the {len(held_out.labels):,} held-out images (Inception features)…")
     try:
         result = closeness_to_held_out(model, held_out)
     except (InceptionUnavailable, TooFewHeldOut) as missing:
-        return [f"verdict: not computed: {missing}"]
+        return [spread, f"verdict: not computed: {missing}"]
     per_class = ", ".join(f"{name} {value:.2f}" for name, value in result.per_class.items())
     return [
+        spread,
         f"verdict: {result.value:.2f}, {result.sentence(trained_fully, from_base=request.init_from is not None)}",
         f"  (0: as close as your other held-out images; 1: no closer than each class's average picture; shipped "
         f"models score 0.22-0.73 on MNIST, 0.11-0.58 on CIFAR-10 (docs/own-data.md). By class: {per_class}. From "

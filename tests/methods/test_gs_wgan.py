@@ -1,6 +1,7 @@
 """GS-WGAN: critics on per-record parts, never released; the generator learns only through the
 sanitiser; its ε recomputed from what a run did."""
 
+import copy
 import json
 from types import SimpleNamespace
 
@@ -12,8 +13,8 @@ from dp_accounting import pld, rdp
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 
-from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_epsilon
-from lightning_modules.nets.dcgan import DCGANCritic, DCGANGenerator, ResNetGenerator
+from lightning_modules.gs_wgan import GSWGAN, PRETRAINING, official_accounting_epsilon, step_only
+from lightning_modules.nets.dcgan import DCGANCritic, DCGANGenerator, ResNetGenerator, transposed_convolution
 from zoo.data import TensorDataModule
 from zoo.methods import toy_images
 from zoo.privacy import DPBudget, DPCallback, GradientSanitizer, PrivacyConfigError, PrivateHelpers, epsilon_spent
@@ -160,6 +161,39 @@ def test_the_networks_take_images_of_any_shape(shape):
         images = network(10, 3, 2, image_shape=shape)(code, labels)
         assert images.shape == (5, *shape) and 0 <= images.min() and images.max() <= 1
         assert DCGANCritic(3, 2, image_shape=shape)(images, labels).shape == (5,)
+
+
+@pytest.mark.parametrize("stride, kernel, side", [(2, 8, 11), (1, 5, 7), (2, 3, 4)])
+def test_the_cpus_transposed_convolution_is_the_layers_forward_and_backward(stride, kernel, side):
+    layer = torch.nn.ConvTranspose2d(6, 3, kernel, stride=stride)
+    x = torch.randn(4, 6, side, side + 2, requires_grad=True)
+    expected = layer(x)
+    (expected_grad,) = torch.autograd.grad(expected.square().sum(), x)
+    ours = transposed_convolution(x, layer)
+    (our_grad,) = torch.autograd.grad(ours.square().sum(), x)
+    assert ours.shape == expected.shape
+    assert torch.allclose(ours, expected, atol=1e-5) and torch.allclose(our_grad, expected_grad, rtol=1e-4, atol=1e-4)
+
+
+def test_stepping_one_critic_is_the_shared_optimizers_step_on_it():
+    """The critics' Adam steps the trained critic's parameters alone, with their own state: the same update
+    and the same optimizer state as a step over all of them (where only that critic has gradients)."""
+    torch.manual_seed(0)
+    critics = torch.nn.ModuleList(DCGANCritic(3, 2) for _ in range(3))
+    copies = copy.deepcopy(critics)
+    everything = torch.optim.Adam(critics.parameters(), lr=1e-2)
+    one_at_a_time = torch.optim.Adam(copies.parameters(), lr=1e-2)
+    images, labels = torch.rand(4, 1, 28, 28), torch.tensor([0, 1, 2, 0])
+    for index in (0, 2, 0, 1):
+        everything.zero_grad(set_to_none=True)
+        critics[index](images, labels).square().mean().backward()
+        everything.step()
+        copies[index].zero_grad(set_to_none=True)
+        copies[index](images, labels).square().mean().backward()
+        step_only(one_at_a_time, copies[index])
+    for ours, theirs in zip(copies.state_dict().values(), critics.state_dict().values(), strict=True):
+        assert torch.equal(ours, theirs)
+    assert str(one_at_a_time.state_dict()) == str(everything.state_dict())
 
 
 def test_the_28_by_28_networks_are_the_official_ones():

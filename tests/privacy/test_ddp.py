@@ -14,6 +14,7 @@ import torch
 from pytorch_lightning.strategies import DDPStrategy
 
 from tests.folders import write_image_folder
+from tests.hang_limits import hang_limit
 from tests.zoo.test_own_images import TINY_LFLOW
 from zoo.cli import main
 from zoo.privacy import PrivacyConfigError
@@ -33,7 +34,7 @@ def run_script(script: str, *args: str) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=hang_limit(30),
     )
 
 

@@ -50,20 +50,3 @@ def test_noise_does_not_repeat_when_runs_are_seeded_alike():
         tiny_trainer([callback, recorder], 1).fit(ZeroGradient(), data)
         draws.append(recorder.grads[0][0])
     assert not torch.equal(*draws)
-
-
-def test_epsilon_is_logged_every_n_steps_and_at_the_end():
-    logged_at = []
-
-    class LogSpy(ZeroGradient):
-        def log(self, name, value, *args, **kwargs):
-            if name == "epsilon":
-                logged_at.append((self.trainer.global_step, value))
-            super().log(name, value, *args, **kwargs)
-
-    callback = DPCallback(noise_multiplier=1.0, max_grad_norm=1.0, accountant="rdp", dataset_id="toy")
-    trainer = tiny_trainer([callback], 7, log_every_n_steps=3)
-    trainer.fit(LogSpy(), ToyData(TensorDataset(torch.randn(400, 300), torch.zeros(400)), 0.05))
-    assert [step for step, _ in logged_at] == [3, 6, 7]
-    assert logged_at[-1][1] == pytest.approx(callback.epsilon)
-    assert trainer.callback_metrics["epsilon"] == pytest.approx(callback.epsilon)

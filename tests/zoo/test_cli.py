@@ -121,3 +121,11 @@ def test_ctrl_c_outside_training_ends_in_one_line(monkeypatch, tmp_path, capsys)
     monkeypatch.setattr("zoo.release.loading.resolve", pressed)
     assert main(["sample", "dp-merf-mnist-eps1", "--out", str(tmp_path / "grid.png")]) == 130
     assert capsys.readouterr().err == "dpzoo sample: interrupted; nothing was saved\n"
+
+
+def test_sample_states_epsilon_with_the_digits_list_uses(tmp_path, capsys):
+    assert main(["list"]) == 0
+    listed = next(line for line in capsys.readouterr().out.splitlines() if "dp-merf-mnist-eps10 " in line)
+    assert main(["sample", "dp-merf-mnist-eps10", "--n", "2", "--out", str(tmp_path / "s.png")]) == 0
+    printed = capsys.readouterr().out
+    assert "ε = 9.9957" in listed and "privacy: (ε = 9.9957, δ = 1e-05)-DP" in printed

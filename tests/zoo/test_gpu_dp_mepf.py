@@ -13,6 +13,7 @@ import torch
 
 import zoo
 from tests.folders import write_image_folder
+from tests.hang_limits import hang_limit
 from zoo.privacy import PrivacyLedger
 from zoo.privacy.callback import CHECKPOINT_KEY
 
@@ -31,7 +32,12 @@ def run_script(out: Path, *options: str, **env: str) -> subprocess.CompletedProc
     environment = {key: value for key, value in os.environ.items() if key != "OUT"}
     environment.update(PYTHON=sys.executable, **env)
     run = subprocess.run(
-        [str(SCRIPT), str(out), *options], cwd=out.parent, env=environment, capture_output=True, text=True, timeout=300
+        [str(SCRIPT), str(out), *options],
+        cwd=out.parent,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=hang_limit(20),
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return run

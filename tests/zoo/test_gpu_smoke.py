@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.hang_limits import hang_limit
 from zoo.methods import registered_methods
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ def test_the_cpu_dry_run_of_the_gpu_smoke_run_passes(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=hang_limit(20),  # seconds on 2 cores shared with two trainings
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     report = json.loads(out.read_text())

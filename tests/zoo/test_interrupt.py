@@ -101,7 +101,9 @@ def test_dpzoo_train_interrupted_prints_one_line_and_the_printed_command_resumes
     monkeypatch.setattr(recipes, "RECIPES", tmp_path / "configs")
     photos = write_image_folder(tmp_path / "photos", per_class=14, size=(32, 32))
     out = tmp_path / "models" / "pets"
-    assert main(["train", str(photos), "--method", "dp-merf", "--epsilon", "1", "--out", str(out)]) == 130
+    monkeypatch.chdir(tmp_path)  # the folders given relative: the plan and the resume command name them absolute
+    assert main(["train", "photos", "--method", "dp-merf", "--epsilon", "1", "--out", "models/pets"]) == 130
+    monkeypatch.chdir(photos)
     err = capsys.readouterr().err
     checkpoint = tmp_path / "models" / "pets.interrupted.ckpt"
     last = err.strip().splitlines()[-1]

@@ -3,30 +3,20 @@ dataset (seed 0, 10,000 images), are none of the records the model protects or w
 tuning on them costs no privacy only because of that."""
 
 import hashlib
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
 from tests.zoo.test_cifar10 import REAL_DATA
 from zoo.data import ImageFolderDataModule
 from zoo.data.folders import folder_parts, named_below
 from zoo.data.partition import train_validation_split
 from zoo.release.registry import checkpoints_dir
 
-
-def _folders_script():
-    """benchmarks/cifar10_class_folders.py, by path (a site package already owns the name ``benchmarks``)."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "cifar10_class_folders.py"
-    spec = importlib.util.spec_from_file_location("cifar10_class_folders", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-FOLDERS_SCRIPT = _folders_script()
+FOLDERS_SCRIPT = load_script("benchmarks/cifar10_class_folders.py")
 VALIDATION = FOLDERS_SCRIPT.VALIDATION
 NAMED_SPLIT = re.compile(r"^(mnist|fashion_mnist|cifar10)/train\[seed=(\d+),minus-validation=(\d+)\]")
 HELD_FOR_VALIDATION = re.compile(r"minus-validation=(\d+)\]")

@@ -5,7 +5,6 @@ part travels with the model, and a tiny run of train then evaluate uses it."""
 import json
 import re
 import shutil
-import time
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from tests.folders import CORRUPT, MESSY_CLASSES, write_image_folder, write_mess
 from zoo import recipes
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule, ImageFolderError
+from zoo.data.conversion import counted, pixels
 from zoo.data.folder_check import MIN_IMAGES_PER_CLASS
 from zoo.data.folders import folder_parts, held_out_indices, read_part, subset
 from zoo.errors import UserError
@@ -61,7 +61,7 @@ def test_one_report_names_every_problem_with_the_flag_that_fixes_it(messy, tmp_p
     for words in (
         "1 unreadable file: kitties/broken.jpg",
         f"`rm -- '{messy / CORRUPT}'`",
-        "12 images have another aspect ratio than 32×32 and would be stretched (28×40 ×4, 40×28 ×4, 24×36 ×4)",
+        "12 images have another aspect ratio than 32×32 and would be stretched (40×28 ×4, 28×40 ×4, 36×24 ×4)",
         "`--convert crop` (centre crop) or `--convert pad` (pad with white)",
         "4 images have transparency, which would be dropped (e.g. Boats/Boa 6.PNG",
         "grey and colour images mix: 4 grey (e.g. Boats/Boa 5.png",
@@ -126,7 +126,7 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
     for words in (
         "my photos: 4 classes (one folder per class, no test/)",
         "planes and jets",
-        "read as 3×32×32: 20 of 48 images resized to 32×32, 12 of them centre-cropped",
+        "read as RGB 32×32: 20 of 48 images resized to 32×32, 12 of them centre-cropped",
         f"held out for evaluation: {held} images (each image with chance 10%, by a hash of its pixels, so that copies "
         "stay together)",
         f"training: {48 - held} images",
@@ -222,9 +222,7 @@ def test_too_few_classes_or_images_and_imageless_class_folders_are_refused_befor
 def test_max_time_trains_as_many_steps_as_fit_and_says_how_many(cleaned, tiny_recipes, tmp_path, capsys):
     out = tmp_path / "timed"
     train = ["train", str(cleaned), *TRAIN, "--out", str(out), "--convert", "crop", "--channels", "3"]
-    started = time.monotonic()
     assert main([*train, "--max-time", "2s"]) == 0
-    assert time.monotonic() - started < 120  # the recipe's 2,500 tiny steps alone take longer
     printed = capsys.readouterr().out
     steps = int(re.search(r"--max-time 2s: the last stage trained ([\d,]+) of the 2,500 planned steps", printed)[1])
     assert 0 < steps < 2500
@@ -257,6 +255,7 @@ def test_the_verdict_reads_held_out_images_only_and_reaches_the_card_when_asked(
     assert main(["train", str(folder), *TRAIN, "--out", str(out), "--max-steps", "2"]) == 0
     printed = capsys.readouterr().out
     assert re.search(r"verdict: -?[\d.]+, (near|resembles|far)", printed), printed[-600:]
+    assert re.search(r"spread: (samples vary within each class|collapsed: every code)", printed), printed[-600:]
     assert "this number is for you, not on the card" in printed
     real = seen[0].mul(255).round().byte().permute(0, 2, 3, 1).numpy()  # the first pass: half A of the held-out images
     assert len(real) == 3 * 4 and all(image.tobytes() in test_pixels for image in real)
@@ -269,12 +268,17 @@ def test_the_verdict_reads_held_out_images_only_and_reaches_the_card_when_asked(
     assert "which the stated (ε, δ) does not cover" in (out / "README.md").read_text()
 
 
+def test_sizes_read_width_by_height_and_counts_agree_with_their_nouns():
+    assert pixels((1200, 1500)) == "1500×1200" and pixels((32, 32)) == "32×32"
+    assert counted(1, "image", "has") == "1 image has" and counted(1_200, "image", "has") == "1,200 images have"
+    assert counted(0, "image") == "0 images"
+
+
 def test_a_size_near_enough_for_the_recipe_but_not_the_base_is_refused_before_the_summary(tmp_path, capsys):
     folder = write_image_folder(tmp_path / "wide", per_class=12, size=(48, 48))
     out = tmp_path / "tuned"
     assert main(["train", str(folder), *TRAIN, "--init-from", "dp-merf-cifar10-public-base", "--out", str(out)]) == 2
     captured = capsys.readouterr()
-    assert "read as 3×48×48, near enough for the recipe, but the base dp-merf-cifar10-public-base takes 3×32×32" in (
-        captured.err
-    )
+    refusal = "read as RGB 48×48, near enough for the recipe, but the base dp-merf-cifar10-public-base takes RGB 32×32"
+    assert refusal in captured.err
     assert "`--image-size 32 --channels 3`" in captured.err and "recipe:" not in captured.out and not out.exists()

@@ -31,6 +31,24 @@ class ImageFacts:
     transparent: bool
 
 
+def pixels(size: tuple[int, int]) -> str:
+    """A (height, width) size as people read an image's size: width × height (``1500×1200`` for a landscape)."""
+    height, width = size
+    return f"{width}×{height}"
+
+
+def colour_mode(channels: int) -> str:
+    """How images of ``channels`` channels are read: ``RGB`` or ``grey``."""
+    return "RGB" if channels == 3 else "grey"
+
+
+def counted(count: int, noun: str, verb: str = "") -> str:
+    """``1 image has`` / ``12 images have``: a count with its noun (and verb, "has" or "is") agreeing."""
+    plural = {"has": "have", "is": "are"}
+    words = f"{count:,} {noun}" + ("" if count == 1 else "s")
+    return words + ("" if not verb else f" {verb if count == 1 else plural[verb]}")
+
+
 def check_convert(convert: str | None) -> str | None:
     if convert not in (None, *CONVERT_POLICIES):
         raise UserError(f"convert must be one of {CONVERT_POLICIES} or None, got {convert!r}")
@@ -85,31 +103,34 @@ def preprocessing_sentence(
     facts: Sequence[ImageFacts], target: tuple[int, int], channels: int, convert: str | None
 ) -> str:
     """What reading the images at ``target`` size and ``channels`` with policy ``convert`` does to them."""
-    height, width = target
     resized = sum(f.size != target for f in facts)
     reshaped = sum(changes_aspect(f.size, target) for f in facts)
     transparent = sum(f.transparent for f in facts)
     grey = sum(f.grey for f in facts)
     changes = []
     if resized:
-        shape = "a square" if height == width else f"the {height}:{width} aspect ratio"
-        how = {"crop": f"centre-cropped to {shape} first", "pad": f"padded with white to {shape} first"}
+        how = {
+            "crop": f"centre-cropped to {_aspect(target)} first",
+            "pad": f"padded with white to {_aspect(target)} first",
+        }
         first = f", {reshaped:,} of them {how.get(convert or '', 'stretched')}" if reshaped else ""
-        changes.append(f"{resized:,} of {len(facts):,} images resized to {height}×{width}{first}")
+        changes.append(f"{resized:,} of {counted(len(facts), 'image')} resized to {pixels(target)}{first}")
     if transparent:
         changes.append(f"{transparent:,} with transparency composited on white")
     if channels == 3 and grey:
         changes.append(f"{grey:,} grey converted to RGB")
     if channels == 1 and len(facts) - grey:
         changes.append(f"{len(facts) - grey:,} colour converted to grey")
-    return "; ".join(changes) or f"none: all {len(facts):,} images used as they are"
+    return (
+        "; ".join(changes)
+        or f"none resized: {'the image' if len(facts) == 1 else f'all {len(facts):,} images'} used as they are"
+    )
 
 
 def preprocessing_rule(target: tuple[int, int], channels: int, convert: str | None) -> str:
     """How every image is read at ``target`` size and ``channels`` under policy ``convert``, whichever images a
     folder holds: the rule, never what it did to how many."""
-    height, width = target
-    shape = "a square" if height == width else f"the {height}:{width} aspect ratio"
+    shape = _aspect(target)
     aspect = {
         "crop": f"centre-cropped to {shape} first where its aspect ratio differs",
         "pad": f"padded with white to {shape} first where its aspect ratio differs",
@@ -117,8 +138,12 @@ def preprocessing_rule(target: tuple[int, int], channels: int, convert: str | No
     }.get(convert or "", "another aspect ratio refused")
     transparency = "transparency composited on white" if convert else "transparent images refused"
     colours = "grey images converted to RGB" if channels == 3 else "colour images converted to grey"
-    mode = "RGB" if channels == 3 else "grey"
     return (
-        f"every image read as {mode} {height}×{width}: one of another size resized bilinearly ({aspect}); "
-        f"{transparency}; {colours}"
+        f"every image read as {colour_mode(channels)} {pixels(target)}: one of another size resized bilinearly "
+        f"({aspect}); {transparency}; {colours}"
     )
+
+
+def _aspect(target: tuple[int, int]) -> str:
+    height, width = target
+    return "a square" if height == width else f"the {width}:{height} aspect ratio"

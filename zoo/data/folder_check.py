@@ -21,7 +21,7 @@ from typing import Any
 from PIL import Image
 from tqdm.auto import tqdm
 
-from zoo.data.conversion import ImageFacts, changes_aspect, has_transparency
+from zoo.data.conversion import ImageFacts, changes_aspect, counted, has_transparency, pixels
 from zoo.data.folder_part import FolderPart, class_files, is_hidden
 from zoo.errors import UserError
 
@@ -246,10 +246,10 @@ def folder_problems(
         )
     stretched = [(file, f) for file, f in pairs if changes_aspect(f.size, target or (side, side))]
     if stretched and convert is None:
-        shape = f"{target[0]}×{target[1]}" if target else "a square"
+        shape = pixels(target) if target else "a square"
         problems.append(
             Problem(
-                f"{len(stretched):,} images have another aspect ratio than {shape} and would be stretched "
+                f"{counted(len(stretched), 'image', 'has')} another aspect ratio than {shape} and would be stretched "
                 f"({_tally(f.size for _, f in stretched)})",
                 (
                     Fix((("convert", "crop"),), "centre crop"),
@@ -262,7 +262,7 @@ def folder_problems(
     if transparent and convert is None:
         problems.append(
             Problem(
-                f"{len(transparent):,} images have transparency, which would be dropped "
+                f"{counted(len(transparent), 'image', 'has')} transparency, which would be dropped "
                 f"({_examples(transparent, root)})",
                 (Fix((("convert", "crop"),), "composite them on white"),),
             )
@@ -335,7 +335,7 @@ def _examples(files: Sequence[Path], root: Path) -> str:
 
 
 def _tally(sizes: Any) -> str:
-    """Sizes with their counts, the commonest first: ``32×32 ×1,585, 28×40 ×300, …``."""
+    """Sizes (width × height) with their counts, the commonest first: ``32×32 ×1,585, 40×28 ×300, …``."""
     counts = Counter(sizes).most_common()
-    shown = ", ".join(f"{h}×{w} ×{n:,}" for (h, w), n in counts[:4])
+    shown = ", ".join(f"{pixels(size)} ×{n:,}" for size, n in counts[:4])
     return shown + (f" and {len(counts) - 4} more sizes" if len(counts) > 4 else "")

@@ -15,6 +15,7 @@ from zoo.data.tables import ROW_NORM_BOUNDS
 from zoo.errors import UserError
 from zoo.methods import DPGenerativeModel
 from zoo.metrics.tabular import anomaly_auroc, cross_validated_knn_mse, knn_regression_mse
+from zoo.privacy.ledger import stated_epsilon
 
 
 def log_likelihood(model: DPGenerativeModel, test: Tensor, table: str, split: int) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def dp_mog(model: DPGenerativeModel, data: TableDataModule, row_norm_bound: floa
         "protocol": {
             "score": f"DP-MoG baseline (DP-EM, 3 components, 10 iterations, rows clipped to {bound:g}) "
             "at the model's (ε, δ)",
-            "epsilon": round(guarantee["epsilon"], 4),
+            "epsilon": stated_epsilon(guarantee["epsilon"]),
             "noise_multiplier": round(baseline.privacy_ledger.entries[0].noise_multiplier, 4),
         },
     }

@@ -22,7 +22,6 @@ of state outside the private modules (``zoo.privacy.private_state``): DP-SGD's t
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from typing import Any
 
@@ -35,6 +34,7 @@ from zoo.privacy.accounting import calibrate_noise_multiplier, max_steps_within
 from zoo.privacy.barriers import PrivacyBarrier, declared_barrier
 from zoo.privacy.budget import DPBudget, plan_seeds
 from zoo.privacy.ddp import check_buffer_sync, install_private_bucket_hook
+from zoo.privacy.epsilon_log import EpsilonLogTimer
 from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.mechanisms import TrainingMechanism, training_mechanism
@@ -44,11 +44,6 @@ from zoo.privacy.private_state import PrivateStepGuard, private_step_guard
 from zoo.privacy.validation import warn_if_delta_too_large
 
 CHECKPOINT_KEY = "privacy_ledger"
-#: ε is computed at a logging step only while its computations so far took less than this share of the
-#: stage's time, or less than EPSILON_GRACE_S seconds: one exact PRV evaluation costs 0.1-0.2 s, more
-#: than the steps between two logs on a fast GPU
-EPSILON_SHARE = 0.05
-EPSILON_GRACE_S = 1.0
 
 
 class DPCallback(pl.Callback):
@@ -57,9 +52,12 @@ class DPCallback(pl.Callback):
     ``DPCallback(budget)`` spends the plan's :class:`~zoo.privacy.budget.DPBudget` (``zoo.train`` builds one
     per private stage). ``DPCallback(target_epsilon=..., ...)``, with
     ``DPBudget``'s arguments, holds a budget of its own: for a plain ``Trainer(callbacks=[...])``.
+    ``epsilon_log`` times the progress bar's ε computations (a fake clock in tests).
     """
 
-    def __init__(self, budget: DPBudget | None = None, **settings: Any) -> None:
+    def __init__(
+        self, budget: DPBudget | None = None, *, epsilon_log: EpsilonLogTimer | None = None, **settings: Any
+    ) -> None:
         if budget is not None and (settings or not isinstance(budget, DPBudget)):
             raise PrivacyConfigError(
                 "DPCallback takes a DPBudget, or DPBudget's settings by name (DPCallback(target_epsilon=1.0)), "
@@ -72,8 +70,7 @@ class DPCallback(pl.Callback):
         self.mechanism: TrainingMechanism | None = None
         self._restored_state: dict[str, Any] | None = None
         self.guard: PrivateStepGuard | None = None
-        self._started = 0.0
-        self._epsilon_seconds = 0.0
+        self.epsilon_log = epsilon_log or EpsilonLogTimer()
 
     @property
     def ledger(self) -> PrivacyLedger:
@@ -135,7 +132,7 @@ class DPCallback(pl.Callback):
             )
         self.mechanism.start(trainer, pl_module, self.entry.noise_multiplier)
         install_private_bucket_hook(trainer, self.mechanism.overwritten_gradients())
-        self._started, self._epsilon_seconds = time.monotonic(), 0.0
+        self.epsilon_log.start()
         self.guard = private_step_guard(self.mechanism, pl_module, trainer.optimizers)
         if self._budget_left() == 0:
             rank_zero_warn(f"privacy budget ε={self.target_epsilon} already spent on {dataset_id}; not training.")
@@ -250,20 +247,18 @@ class DPCallback(pl.Callback):
         if self._budget_left() == 0:
             trainer.should_stop = True
         if trainer.is_global_zero and self._logs_epsilon_now(trainer):
-            start = time.monotonic()
-            epsilon = self.epsilon
-            self._epsilon_seconds += time.monotonic() - start
+            epsilon = self.epsilon_log.timed(lambda: self.epsilon)
             pl_module.log("epsilon", epsilon, prog_bar=True, on_step=True, on_epoch=False, rank_zero_only=True)
 
     def _logs_epsilon_now(self, trainer: pl.Trainer) -> bool:
         """At the end of each epoch and of training, and every ``log_every_n_steps`` private steps while
-        ε's computations stay within their share of the time (``EPSILON_SHARE``): on a fast GPU they would
-        otherwise outweigh the steps between two logs."""
+        ε's computations stay within their share of the time (``zoo.privacy.epsilon_log``): on a fast GPU
+        they would otherwise outweigh the steps between two logs."""
         last_step = trainer.max_steps > 0 and trainer.global_step >= trainer.max_steps
         if trainer.should_stop or trainer.is_last_batch or last_step:
             return True
-        allowed = max(EPSILON_GRACE_S, EPSILON_SHARE * (time.monotonic() - self._started))
-        return self.entry.steps % max(1, trainer.log_every_n_steps) == 0 and self._epsilon_seconds < allowed  # type: ignore[union-attr,attr-defined]
+        due = self.entry.steps % max(1, trainer.log_every_n_steps) == 0  # type: ignore[union-attr,attr-defined]
+        return due and self.epsilon_log.allows_another()
 
     def _budget_left(self) -> int | None:
         if self.allowed_steps is None or self.entry is None:

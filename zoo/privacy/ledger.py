@@ -19,6 +19,8 @@ from zoo.privacy.pac import PACEntry, describe_pac
 from zoo.privacy.records import disjoint_by_name, shared_records
 
 LEDGER_FORMAT = 1
+#: the decimals every surface states an ε with (card, config.json, ``dpzoo list``, ``dpzoo sample``)
+EPSILON_DECIMALS = 4
 _VERSIONED_PACKAGES = ("dpzoo", "torch", "opacus", "pytorch-lightning")
 
 
@@ -114,6 +116,11 @@ class PublicDataUse:
     def use(self) -> tuple[str | None, str]:
         """(records identity, dataset id): what ``zoo.privacy.records`` compares."""
         return self.records_identity, self.dataset_id
+
+
+def stated_epsilon(epsilon: float) -> float:
+    """ε as every surface states it: one rounding, so the command line and the card print the same digits."""
+    return round(epsilon, EPSILON_DECIMALS)
 
 
 @dataclass
@@ -270,7 +277,7 @@ class PrivacyLedger:
     def summary_lines(self) -> list[str]:
         """Each guarantee in one line, in its own notion (what the command line prints)."""
         lines = [
-            f"privacy: (ε = {g['epsilon']:.3g}, δ = {g['delta']:g})-DP for {dataset} "
+            f"privacy: (ε = {stated_epsilon(g['epsilon'])}, δ = {g['delta']:g})-DP for {dataset} "
             f"({', '.join(g['accountants'])} accountant)"
             for dataset, g in self.guarantees().items()
         ]

@@ -9,7 +9,7 @@ from typing import Any
 
 from zoo.headline import stated_guarantee
 from zoo.privacy.accounting import describe_accountant
-from zoo.privacy.ledger import PrivacyLedger
+from zoo.privacy.ledger import PrivacyLedger, stated_epsilon
 from zoo.privacy.pac import NOTION as PAC_NOTION
 
 #: what the guarantee does not hide, as in Opacus
@@ -88,7 +88,7 @@ def _guarantee_metadata(config: dict[str, Any], ledger: PrivacyLedger) -> dict[s
         "neighbouring_relation": "add or remove one training record",
         "public": PUBLIC_INFORMATION,
         "covers": COVERAGE,
-        "epsilon": round(worst["epsilon"], 4),
+        "epsilon": stated_epsilon(worst["epsilon"]),
         "delta": worst["delta"],
         "accountant": main.accountant,
         "accountant_description": describe_accountant(main.accountant),
@@ -102,7 +102,7 @@ def _guarantee_metadata(config: dict[str, Any], ledger: PrivacyLedger) -> dict[s
         "guarantees": [
             {
                 "dataset": root,
-                "epsilon": round(g["epsilon"], 4),
+                "epsilon": stated_epsilon(g["epsilon"]),
                 "delta": g["delta"],
                 "partitions": len(g["partitions"]),
                 **({"composed_with": g["composed_with"]} if g["composed_with"] else {}),
