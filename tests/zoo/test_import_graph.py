@@ -25,7 +25,7 @@ LAYERS = (
     ("zoo.stages",),
     ("zoo.methods", "zoo.recipes"),
     ("zoo.release", "zoo.training", "zoo.shapes", "zoo.recipe_cli", "lightning_modules.parts"),
-    ("zoo.metrics", "zoo.base_weights", "zoo.estimate", "zoo.front_checks", "zoo.forecast"),
+    ("zoo.metrics", "zoo.auditing", "zoo.base_weights", "zoo.estimate", "zoo.front_checks", "zoo.forecast"),
     ("zoo.finetuning", "zoo.fit", "zoo.train_request"),
     ("zoo.folder_training",),
     ("zoo.cli", "zoo"),
