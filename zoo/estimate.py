@@ -28,13 +28,12 @@ from zoo.data.tensors import TensorDataModule
 from zoo.methods import DPGenerativeModel
 from zoo.privacy import Budget
 from zoo.stages import HelperSteps, PrivateSteps, PublicSteps
-from zoo.training import train
+from zoo.training import QUIET_TRAINER, train
 
 #: steps timed per stage (the first is not counted: it warms up)
 MEASURED_STEPS = 5
 STAND_IN_RECORDS = 2000
 STAND_IN_BYTES = 256 * 2**20
-QUIET = dict(enable_progress_bar=False, enable_model_summary=False, logger=False, enable_checkpointing=False)
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,7 @@ def estimate_time(
     timer = _StepTimes(MEASURED_STEPS)
     with _unchanged_randomness(), _quiet():
         start = time.perf_counter()
-        options = {**trainer_options, **QUIET, "callbacks": [timer]}
+        options = {**trainer_options, **QUIET_TRAINER, "callbacks": [timer]}
         train(copy.deepcopy(model), data, copy.deepcopy(budget), **options)
         wall = time.perf_counter() - start
     windows = [fit["end"] - fit["start"] for fit in timer.fits]

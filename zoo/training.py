@@ -50,6 +50,9 @@ from zoo.stages import (
     without_lightning_tips,
 )
 
+#: a Trainer that logs, checkpoints and prints nothing of its own (timings, device probes, audits)
+QUIET_TRAINER = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+
 
 def train(
     model: DPGenerativeModel,
@@ -247,8 +250,7 @@ def _run(
 def _run_device(options: dict[str, Any]) -> torch.device:
     """The device a Trainer built from ``options`` trains on (its accelerator and devices resolved as Lightning
     does), for a stage that runs outside a Trainer."""
-    quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
-    return pl.Trainer(**{**options, **quiet}).strategy.root_device
+    return pl.Trainer(**{**options, **QUIET_TRAINER}).strategy.root_device
 
 
 def _planned_steps(stage: Stage, options: dict[str, Any]) -> int:

@@ -270,7 +270,7 @@ def test_the_verdict_reads_held_out_images_only_and_reaches_the_card_when_asked(
 
 def test_sizes_read_width_by_height_and_counts_agree_with_their_nouns():
     assert pixels((1200, 1500)) == "1500×1200" and pixels((32, 32)) == "32×32"
-    assert counted(1, "image", "has") == "1 image has" and counted(1_200, "image", "has") == "1,200 images have"
+    assert counted(1, "image", has=True) == "1 image has" and counted(1_200, "image", has=True) == "1,200 images have"
     assert counted(0, "image") == "0 images"
 
 

@@ -110,6 +110,7 @@ def audit_dp_sgd(
     """ε̂ of DP-SGD over Dirac canaries of norm ``record_norm`` (C by default), and the ε its ledger states."""
     from zoo.data.tensors import TensorDataModule
     from zoo.privacy import DPCallback
+    from zoo.training import QUIET_TRAINER
 
     included = canary_coins(canaries)
     records = torch.eye(canaries)[torch.from_numpy(included)] * (record_norm or clip_norm)
@@ -118,16 +119,7 @@ def audit_dp_sgd(
     callback = DPCallback(
         noise_multiplier=noise_multiplier, max_grad_norm=clip_norm, delta=delta, dataset_id="canaries"
     )
-    trainer = pl.Trainer(
-        max_steps=steps,
-        callbacks=[callback],
-        accelerator="cpu",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
+    trainer = pl.Trainer(max_steps=steps, callbacks=[callback], accelerator="cpu", devices=1, **QUIET_TRAINER)
     trainer.fit(model, data)
     bound = one_run_lower_bound(model.gradient_sum.numpy(), included, delta, confidence)
     return bound, callback.epsilon

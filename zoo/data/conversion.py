@@ -42,11 +42,10 @@ def colour_mode(channels: int) -> str:
     return "RGB" if channels == 3 else "grey"
 
 
-def counted(count: int, noun: str, verb: str = "") -> str:
-    """``1 image has`` / ``12 images have``: a count with its noun (and verb, "has" or "is") agreeing."""
-    plural = {"has": "have", "is": "are"}
+def counted(count: int, noun: str, has: bool = False) -> str:
+    """``1 image`` / ``12 images``, and with ``has`` ``1 image has`` / ``12 images have``: count and words agreeing."""
     words = f"{count:,} {noun}" + ("" if count == 1 else "s")
-    return words + ("" if not verb else f" {verb if count == 1 else plural[verb]}")
+    return words + ("" if not has else " has" if count == 1 else " have")
 
 
 def check_convert(convert: str | None) -> str | None:

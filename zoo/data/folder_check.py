@@ -249,8 +249,8 @@ def folder_problems(
         shape = pixels(target) if target else "a square"
         problems.append(
             Problem(
-                f"{counted(len(stretched), 'image', 'has')} another aspect ratio than {shape} and would be stretched "
-                f"({_tally(f.size for _, f in stretched)})",
+                f"{counted(len(stretched), 'image', has=True)} another aspect ratio than {shape} and would be "
+                f"stretched ({_tally(f.size for _, f in stretched)})",
                 (
                     Fix((("convert", "crop"),), "centre crop"),
                     Fix((("convert", "pad"),), "pad with white"),
@@ -262,7 +262,7 @@ def folder_problems(
     if transparent and convert is None:
         problems.append(
             Problem(
-                f"{counted(len(transparent), 'image', 'has')} transparency, which would be dropped "
+                f"{counted(len(transparent), 'image', has=True)} transparency, which would be dropped "
                 f"({_examples(transparent, root)})",
                 (Fix((("convert", "crop"),), "composite them on white"),),
             )

@@ -17,6 +17,8 @@ from zoo.methods.contract import DPGenerativeModel
 COLLAPSED_BELOW = 0.02
 #: samples drawn per class to measure its spread
 SAMPLES_PER_CLASS = 32
+#: the per-class spreads of the shipped image models, for a reader's scale
+SHIPPED_SPREADS = "shipped models 0.07-0.26"
 
 
 @dataclass(frozen=True)
@@ -33,11 +35,11 @@ class Spread:
         """What the spread says, for the verdict."""
         lowest = min(self.per_class.values())
         if not self.collapsed:
-            return f"samples vary within each class (spread {lowest:.2f} at the lowest; shipped models 0.07-0.26)"
+            return f"samples vary within each class (spread {lowest:.2f} at the lowest; {SHIPPED_SPREADS})"
         named = ", ".join(f"{name} {self.per_class[name]:.3f}" for name in self.collapsed)
         return (
             f"collapsed: every code draws nearly the same image in {len(self.collapsed)} of {len(self.per_class)} "
-            f"classes ({named}; shipped models spread 0.07-0.26): the generator ignores its code, so more samples "
+            f"classes ({named}; {SHIPPED_SPREADS}): the generator ignores its code, so more samples "
             "add nothing; start from a public base (--init-from), raise ε or add images per class"
         )
 
