@@ -97,6 +97,10 @@ class PerClassModel(DPGenerativeModel):
         return [str(config["method"]), str(config["architecture"]["base_method"])]
 
     @classmethod
+    def card_sample_kind(cls, config: dict[str, Any]) -> str:
+        return cls._base(config).card_sample_kind(cls._as_base(config))
+
+    @classmethod
     def card_usage(cls, config: dict[str, Any]) -> list[str]:
         return cls._base(config).card_usage(cls._as_base(config))
 
@@ -105,7 +109,7 @@ class PerClassModel(DPGenerativeModel):
         return cls._base(config).card_notes(cls._as_base(config))
 
     @staticmethod
-    def _base(config: dict[str, Any]) -> type:
+    def _base(config: dict[str, Any]) -> type[DPGenerativeModel]:
         return method_class(config["architecture"]["base_method"])
 
     @staticmethod

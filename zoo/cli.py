@@ -11,6 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zoo.audit_command import add_audit_parser
 from zoo.errors import TargetExistsError, UserError
 
 if TYPE_CHECKING:
@@ -316,16 +317,19 @@ def _push(args: argparse.Namespace) -> int:
 
 
 def _metric_names() -> str:
-    import zoo.metrics  # noqa: F401  (every family registers its evaluation)
-    from zoo.metrics.datasets import evaluators
+    """Every metric by the kind of data it is computed on, from the metric specs alone (no torch: help is instant)."""
     from zoo.metrics.publication import LOCAL_DIAGNOSTICS
+    from zoo.release.metric_spec import registered_metrics
 
-    lines = [f"{', '.join(e.datasets)}: {', '.join(e.metrics)}" for e in evaluators()]
+    kinds: dict[str, list[str]] = {}
+    for name, metric in registered_metrics().items():
+        for kind in metric.compute:
+            kinds.setdefault(kind, []).append(name)
+    lines = [f"{kind.removesuffix('s')} models: {', '.join(names)}" for kind, names in kinds.items()]
     return "; ".join(lines) + f". Local diagnostics (never on a card): {', '.join(LOCAL_DIAGNOSTICS)}."
 
 
-def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
-    """``list_metrics`` names every metric in ``dpzoo evaluate --help`` (it imports the metrics)."""
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpzoo", description="Differentially private generative models for PyTorch Lightning."
     )
@@ -416,9 +420,10 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
     sample.add_argument("--device", default="cpu", help=DEVICE_HELP)
     sample.set_defaults(run=_sample)
 
-    metric_help = "comma-separated (default: fid_lenet,cas for mnist/fashion_mnist, fid,cas for an image folder)"
-    if list_metrics:
-        metric_help += f". By dataset: {_metric_names()}"
+    metric_help = (
+        "comma-separated (default: fid_lenet,cas for mnist/fashion_mnist, fid,cas for an image folder). "
+        f"By model: {_metric_names()}"
+    )
     evaluate = commands.add_parser("evaluate", help="evaluate a model: torch-fidelity metrics, CAS, densities")
     evaluate.add_argument("model", help="model id, folder, or hf-hub:org/name")
     evaluate.add_argument(
@@ -487,10 +492,11 @@ def build_parser(list_metrics: bool = False) -> argparse.ArgumentParser:
 
     push = commands.add_parser("push", help="upload a model folder to the Hugging Face Hub")
     push.add_argument("model", help="model id or folder")
-    push.add_argument("--repo", required=True, help="Hub repository, org/name")
+    push.add_argument("repo", help="Hub repository, org/name (as zoo.push_to_hub takes it)")
     push.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
     push.add_argument("--private", action="store_true", help="create the repository as private")
     push.set_defaults(run=_push)
+    add_audit_parser(commands)
     return parser
 
 
@@ -500,10 +506,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command == "fit":
             return _fit(argv[1:])
-        args = build_parser(list_metrics=command == "evaluate" and ("-h" in argv or "--help" in argv)).parse_args(argv)
+        args = build_parser().parse_args(argv)
         return args.run(args)
     except UserError as error:
-        print(f"dpzoo {command}: error: {error}", file=sys.stderr)
+        print(f"dpzoo {command}: error: {error.for_command()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C before any training (``zoo.fit`` answers it during training)
         print(f"dpzoo {command}: interrupted; nothing was saved", file=sys.stderr)

@@ -6,9 +6,37 @@ traceback. A ``UserError`` is also a ``ValueError``, as most such checks were be
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+#: how the command line spells each remedy a message may name (``UserError.for_command``)
+COMMAND_WORDS = {
+    "overwrite": "--overwrite",
+    "token": "--token TOKEN",
+    "list_models": "`dpzoo list`",
+}
+
 
 class UserError(ValueError):
-    """Input that cannot be used as given; the message says what to change."""
+    """Input that cannot be used as given; the message says what to change.
+
+    A remedy the message names is written as ``{name}`` and given as ``name=`` in the Python API's words
+    (``overwrite="overwrite=True"``): ``str(error)`` says it so, and the command line says it in its own words
+    (``for_command``), so that neither front end tells its user to type the other's."""
+
+    def __init__(self, message: str, **remedies: str) -> None:
+        self.template, self.remedies = message, remedies
+        super().__init__(_filled(message, remedies))
+
+    def for_command(self, words: Mapping[str, str] = COMMAND_WORDS) -> str:
+        """The message with each remedy in the command line's words (the Python API's where it has none)."""
+        return _filled(self.template, {name: words.get(name, python) for name, python in self.remedies.items()})
+
+
+def _filled(template: str, remedies: Mapping[str, str]) -> str:
+    """``template`` with each ``{name}`` replaced (by name, not ``str.format``: paths in it may hold braces)."""
+    for name, words in remedies.items():
+        template = template.replace("{" + name + "}", words)
+    return template
 
 
 class MissingFileError(UserError, FileNotFoundError):

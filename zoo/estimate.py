@@ -7,18 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import io
-import logging
 import math
 import random
 import statistics
 import time
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import lightning_utilities.core.rank_zero as lightning_messages
 import numpy as np
 import pytorch_lightning as pl
 import torch
@@ -28,7 +24,7 @@ from zoo.data.tensors import TensorDataModule
 from zoo.methods import DPGenerativeModel
 from zoo.privacy import Budget
 from zoo.stages import HelperSteps, PrivateSteps, PublicSteps
-from zoo.training import QUIET_TRAINER, train
+from zoo.training import QUIET_TRAINER, quiet_lightning, train
 
 #: steps timed per stage (the first is not counted: it warms up)
 MEASURED_STEPS = 5
@@ -96,7 +92,7 @@ def estimate_time(
         sample_rate=min(1.0, datamodule.sample_rate * records / stand_in),
     )
     timer = _StepTimes(MEASURED_STEPS)
-    with _unchanged_randomness(), _quiet():
+    with _unchanged_randomness(), quiet_lightning():
         start = time.perf_counter()
         options = {**trainer_options, **QUIET_TRAINER, "callbacks": [timer]}
         train(copy.deepcopy(model), data, copy.deepcopy(budget), **options)
@@ -139,16 +135,3 @@ def _unchanged_randomness() -> Iterator[None]:
     finally:
         random.setstate(python)
         np.random.set_state(numpy)
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """No Lightning messages, warnings or progress bars from the stand-in run."""
-    level = lightning_messages.log.level
-    lightning_messages.log.setLevel(logging.WARNING)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        lightning_messages.log.setLevel(level)

@@ -32,7 +32,6 @@ from zoo.data.folder_check import (
     Fix,
     FolderProblems,
     PartFacts,
-    check_class_folders,
     class_problems,
     common_channels,
     common_size,
@@ -43,7 +42,6 @@ from zoo.data.folder_check import (
     inspect_part,
 )
 from zoo.data.folders import (
-    IMAGE_SUFFIXES,
     FolderPart,
     FolderSplit,
     folder_parts,
@@ -170,8 +168,6 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
     follows the images' pixels, so the training counts of each class are known once they decode: while other
     problems stand, a class is counted by all its files."""
     root, classes, image_size, channels = request.root, request.classes, request.image_size, request.channels
-    if not classes:  # a class given by --classes may hold no images: the class counts below refuse it
-        check_class_folders(root, IMAGE_SUFFIXES)
     train_part, test_part = folder_parts(root, classes)
     parts = [train_part, *([test_part] if test_part else [])]
     inspected = [inspect_part(part) for part in parts]

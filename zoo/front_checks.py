@@ -10,9 +10,12 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from zoo.data.folder_check import check_class_folders
+from zoo.data.folder_part import IMAGE_SUFFIXES
 from zoo.errors import MissingFileError, UnknownModelError, UserError
 from zoo.release.loading import resolve
 from zoo.release.save_target import check_save_target
@@ -92,6 +95,7 @@ def check_train(
     image_size: int | None = None,
     init_from: str | None = None,
     overwrite: bool = False,
+    classes: Sequence[str] | None = None,
 ) -> Path:
     """Every option of ``dpzoo train`` that can be checked without reading an image, before any work; returns the
     folder the model will be saved in (``zoo.release.save_target``: new, empty, or a model's with ``overwrite``)."""
@@ -110,7 +114,10 @@ def check_train(
         raise UserError(f"{root} is a file; pass the folder that holds one sub-folder per class")
     if init_from:
         resolve(init_from)
-    return check_save_target(Path(out) if out else default_out(root, method), overwrite)
+    target = check_save_target(Path(out) if out else default_out(root, method), overwrite)
+    if not classes:  # a class given by --classes may hold no images: the class counts refuse it, with its images read
+        check_class_folders(root, IMAGE_SUFFIXES)
+    return target
 
 
 def parse_labels(text: str) -> list[int]:

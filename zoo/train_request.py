@@ -57,6 +57,7 @@ class TrainRequest:
             image_size=self.image_size,
             init_from=self.init_from,
             overwrite=self.overwrite,
+            classes=self.classes,
         )
 
     def card_command(self) -> str:

@@ -17,11 +17,16 @@ and in its ledger, and the other ranks' draws never leave their process.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import pickle
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import lightning_utilities.core.rank_zero as lightning_messages
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
@@ -52,6 +57,20 @@ from zoo.stages import (
 
 #: a Trainer that logs, checkpoints and prints nothing of its own (timings, device probes, audits)
 QUIET_TRAINER = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+
+
+@contextlib.contextmanager
+def quiet_lightning() -> Iterator[None]:
+    """No Lightning messages, warnings or progress bars from a run that serves a measurement, not the user
+    (``zoo.estimate``'s stand-in run, the canary audits)."""
+    level = lightning_messages.log.level
+    lightning_messages.log.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        lightning_messages.log.setLevel(level)
 
 
 def train(

@@ -255,7 +255,9 @@ def test_a_shipped_gs_wgan_epsilon_recomputes_from_its_ledger_with_dp_accounting
     assert entry["sample_rate"] == pytest.approx(1 / config["architecture"]["critics"])
     sigma = entry["parameters"]["row_noise_multiplier"] / (2 * rows**0.5)
     assert entry["noise_multiplier"] == pytest.approx(sigma)
-    accountant = rdp.RdpAccountant() if entry["accountant"] == "rdp" else pld.PLDAccountant(1e-2)
+    accountant = (
+        rdp.RdpAccountant() if entry["accountant"] == "rdp" else pld.PLDAccountant(value_discretization_interval=1e-2)
+    )
     event = dp_accounting.PoissonSampledDpEvent(entry["sample_rate"], dp_accounting.GaussianDpEvent(sigma))
     accountant.compose(dp_accounting.SelfComposedDpEvent(event, entry["steps"]))
     card = ModelCard.load(checkpoints_dir() / model_id / "README.md").data.to_dict()["privacy"]

@@ -6,7 +6,7 @@ from zoo.cli import main
 
 
 def test_help_at_every_level(capsys):
-    for argv in (["--help"], ["sample", "--help"], ["push", "--help"], ["model-cards", "--help"]):
+    for argv in (["--help"], ["sample", "--help"], ["push", "--help"], ["model-cards", "--help"], ["audit", "--help"]):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 0

@@ -1,7 +1,7 @@
 """Bad input to `dpzoo train`, `sample` and `evaluate` is refused in one line before torch is imported (issue 55:
 each refusal took a minute or more of heavy imports on a loaded machine, and labels were checked only after the
 model's weights were read). Every refusal runs in one fresh process that reports, after each, whether torch is
-loaded."""
+loaded. Each names the command's flags, never the Python API's arguments or a Python list."""
 
 import json
 import os
@@ -29,8 +29,15 @@ def refusals(tmp_path):
         (photos / name).mkdir(parents=True)
     notes = tmp_path / "notes"
     notes.mkdir()
+    texts = tmp_path / "texts"
+    for name in ("letters", "memos"):
+        (texts / name).mkdir(parents=True)
+        (texts / name / "a.txt").write_text("not an image")
     (notes / "notes.txt").write_text("mine")
     (tmp_path / "file").write_text("")
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    (trained / "model.safetensors").write_bytes(b"")
     train = ["train", str(photos), "--method", "dp-merf", "--epsilon"]
     cases = [
         ([*train, "0"], "--epsilon must be a finite number > 0, got 0.0"),
@@ -44,8 +51,10 @@ def refusals(tmp_path):
         ([*train[:3], "dp-mref", "--epsilon", "1"], "--method dp-mref (did you mean dp-merf"),
         ([*train, "1", "--out", str(notes)], "it holds files that are not a model's (notes.txt)"),
         ([*train, "1", "--out", str(tmp_path / "file" / "model")], "file is a file, not a folder"),
+        ([*train, "1", "--out", str(trained)], "already holds a model; pass --overwrite to replace it"),
         ([*train, "1", "--init-from", "no-such-base"], "unknown model 'no-such-base'"),
         (["train", str(tmp_path / "missing"), *train[2:], "1"], f"no image folder at {tmp_path / 'missing'}"),
+        (["train", str(texts), *train[2:], "1"], "2 class folders hold no images (.png, .jpg, .jpeg, .bmp, .webp)"),
         (["sample", "dp-merf-mnist-eps2"], "unknown model 'dp-merf-mnist-eps2' (did you mean dp-merf-mnist-eps1"),
         (["sample", "dp-merf-mnist-eps1", "--labels", "three"], "--labels must be comma-separated class indices"),
         (["sample", "dp-merf-mnist-eps1", "--n", "2", "--labels", "3,10"], "--labels must lie in 0..9"),
@@ -71,6 +80,7 @@ def test_every_refusal_comes_before_torch_is_imported(tmp_path):
     errors = [line for line in result.stderr.splitlines() if "error:" in line]
     for (argv, words), (code, torch_loaded), error in zip(cases, reports, errors, strict=True):
         assert code == 2 and words in error, (argv, error)
+        assert "=True" not in error and "['" not in error, f"{argv}: the Python API's words on the command line"
         assert not torch_loaded, f"{argv} imported torch before refusing"
 
 

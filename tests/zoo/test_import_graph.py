@@ -26,7 +26,7 @@ LAYERS = (
     ("zoo.methods", "zoo.recipes"),
     ("zoo.release", "zoo.training", "zoo.shapes", "zoo.recipe_cli", "lightning_modules.parts"),
     ("zoo.metrics", "zoo.auditing", "zoo.base_weights", "zoo.estimate", "zoo.front_checks", "zoo.forecast"),
-    ("zoo.finetuning", "zoo.fit", "zoo.train_request"),
+    ("zoo.finetuning", "zoo.fit", "zoo.train_request", "zoo.audit_command"),
     ("zoo.folder_training",),
     ("zoo.cli", "zoo"),
     ("lightning_modules",),

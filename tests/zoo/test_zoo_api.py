@@ -211,9 +211,9 @@ def test_push_without_a_token_fails_at_once_in_one_line(saved_folder, no_saved_t
     monkeypatch.setattr("zoo.release.hub.HfApi", lambda **kwargs: pytest.fail("the Hub was called"))
     with pytest.raises(HubUnavailableError, match="no Hugging Face token: pass token=.*HF_TOKEN.*login"):
         zoo.push_to_hub(object(), "me/tiny-flow")  # refused before the model is touched
-    assert main(["push", str(saved_folder), "--repo", "me/tiny-flow"]) == 2
+    assert main(["push", str(saved_folder), "me/tiny-flow"]) == 2
     error = capsys.readouterr().err
-    assert error.startswith("dpzoo push: error: no Hugging Face token") and error.count("\n") == 1
+    assert error.startswith("dpzoo push: error: no Hugging Face token: pass --token TOKEN") and error.count("\n") == 1
 
 
 def test_push_offline_says_publishing_needs_the_network(saved_folder, monkeypatch):

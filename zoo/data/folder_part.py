@@ -9,6 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+#: the files a class folder's images are read from (the summary names the rest)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
+
 #: bump when decoding changes, so that old cached copies are not served
 CACHE_FORMAT = 2  # 2: each image's record key (zoo.privacy.record_index) is cached too
 

@@ -42,14 +42,13 @@ from zoo.data.folder_check import (
     ignored_line,
     inspect_part,
 )
-from zoo.data.folder_part import FolderPart, class_files, is_hidden
+from zoo.data.folder_part import IMAGE_SUFFIXES, FolderPart, class_files, is_hidden
 from zoo.data.settings import CACHE_DIR_ENV, DataNotFoundError, cache_dir
 from zoo.errors import UserError
 from zoo.privacy.record_index import KEY_BYTES, pixel_key
 
 Read = TypeVar("Read")
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
 SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N"})
 #: the split rule of this version, as a model's held-out record (``split``) and its dataset id name it: each distinct
 #: image by a seeded hash of its record key. A record without it was split by file names (``held_out_by_name``).

@@ -10,8 +10,8 @@ A method is a LightningModule that declares
   optionally, a density (``log_prob``, then ``has_density``) or a released set (``released_set``,
   then ``releases_a_set``);
 - a tiny recipe for the registry's contract test (``tiny_recipe``);
-- what it adds to its card (``display_name``, ``card_tags``, ``card_usage``, ``card_notes``), its picture
-  (``sample_picture``) and, when not its own name's, its docs page (``docs_page``).
+- what it adds to its card (``display_name``, ``card_tags``, ``card_sample_kind``, ``card_usage``, ``card_notes``),
+  its picture (``sample_picture``) and, when not its own name's, its docs page (``docs_page``).
 
 Shared code (cards, hub, CLI, evaluation) asks these and names no method.
 """
@@ -173,6 +173,12 @@ class DPGenerativeModel(PrivacyLedgerMixin, pl.LightningModule):
     def card_tags(cls, config: dict[str, Any]) -> list[str]:
         """The card's method tags."""
         return [str(config["method"])]
+
+    @classmethod
+    def card_sample_kind(cls, config: dict[str, Any]) -> str:
+        """What one record of the model's data is, as ``sample_kind`` says ("images" or table "rows"), read from
+        the class and its config without building the model: the card's privacy unit follows it."""
+        return cls.sample_kind
 
     @classmethod
     def card_usage(cls, config: dict[str, Any]) -> list[str]:

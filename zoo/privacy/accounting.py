@@ -30,6 +30,10 @@ _NOTIONS = {
     "gdp": "(ε, δ)-DP via Gaussian DP, CLT approximation (Dong et al. 2019; may underestimate ε)",
     "pld": "(ε, δ)-DP via privacy loss distributions (Koskela et al. 2020; Google's dp-accounting, pessimistic)",
 }
+#: the package that computes each accountant's ε, by its distribution name (as ``importlib.metadata`` and a ledger
+#: entry's ``library_versions`` spell it): a card names it beside the accountant (``accountant_library``), so that a
+#: reader can rerun the same accounting
+ACCOUNTANT_LIBRARIES: dict[str, str] = {"rdp": "opacus", "prv": "opacus", "gdp": "opacus", "pld": "dp-accounting"}
 #: the PLD's value grid: its pessimistic estimate is an upper bound at any grid, within about this of the exact ε
 PLD_DISCRETISATION = 1e-3
 
@@ -45,6 +49,11 @@ def make_accountant(name: str, history: Iterable[Sequence[float]] = ()) -> IAcco
 
 def describe_accountant(name: str) -> str:
     return _NOTIONS[check_accountant(name)]
+
+
+def accountant_library(name: str) -> str:
+    """The distribution name of the package that computes the accountant ``name`` (``ACCOUNTANT_LIBRARIES``)."""
+    return ACCOUNTANT_LIBRARIES[check_accountant(name)]
 
 
 def epsilon_spent(history: Iterable[Sequence[float]], delta: float, accountant: str) -> float:

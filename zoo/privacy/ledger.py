@@ -21,7 +21,9 @@ from zoo.privacy.records import disjoint_by_name, shared_records
 LEDGER_FORMAT = 1
 #: the decimals every surface states an ε with (card, config.json, ``dpzoo list``, ``dpzoo sample``)
 EPSILON_DECIMALS = 4
-_VERSIONED_PACKAGES = ("dpzoo", "torch", "opacus", "pytorch-lightning")
+#: the packages whose versions every entry records: the accountants' libraries among them (``ACCOUNTANT_LIBRARIES``),
+#: whose recorded version a card states as its ``accountant_library``
+_VERSIONED_PACKAGES = ("dpzoo", "torch", "opacus", "dp-accounting", "pytorch-lightning")
 
 
 def library_versions() -> dict[str, str]:

@@ -18,8 +18,10 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from zoo.errors import UserError
 from zoo.headline import HEADLINE_KEY, headline_disagreement
-from zoo.methods import method_class
-from zoo.privacy import PrivacyLedger, record_index
+from zoo.methods import DPGenerativeModel, method_class
+from zoo.privacy import PrivacyBarrier, PrivacyLedger, record_index
+from zoo.privacy.accounting import accountant_library
+from zoo.privacy.mechanisms import DP_SGD_BARRIERS
 from zoo.privacy.records import named_source
 from zoo.privacy.summary import (
     card_datasets,
@@ -61,6 +63,13 @@ PUBLIC_DATA_OF_EARLIER_STAGES = (
     "declared public by whoever ran the stages named below, for the reason they gave then: their words describe "
     "that data, not the protected data above. It is used without noise, charged no (ε, δ) and protected by nothing"
 )
+#: dpzoo's own tag of an (ε, δ)-DP model (``_notion_tag``)
+DP_TAG = "differential-privacy"
+#: the Hugging Face Hub's spelling of the same tag, and its tag of DP-SGD (``hub_tags``)
+HUB_DP_TAG = "differential_privacy"
+DP_SGD_TAG = "dp-sgd"
+#: the privacy unit of a model (``privacy_unit``), by what its samples are (``DPGenerativeModel.sample_kind``)
+PRIVACY_UNITS: dict[str, str] = {"images": "one image", "rows": "one table row"}
 #: the rows of a card's Data section (``config["data"]``, all optional), in this order
 DATA_LABELS = {
     "name": "name",
@@ -74,7 +83,7 @@ DATA_LABELS = {
 }
 
 
-def headline(config: dict[str, Any], method: type | None = None) -> dict[str, Any]:
+def headline(config: dict[str, Any], method: type[DPGenerativeModel] | None = None) -> dict[str, Any]:
     """What ``dpzoo list`` shows of a model (``zoo.headline``), computed from its ledger: ``save_pretrained``
     stores it in config.json so that listing runs no accountant. ``epsilon`` and ``delta`` are None for a
     PAC-private model (no (ε, δ)), whose ``pac`` holds its bounds instead, for a public base, and for a model
@@ -98,7 +107,7 @@ def headline(config: dict[str, Any], method: type | None = None) -> dict[str, An
 _AGREEING: set[str] = set()
 
 
-def check_headline(config: dict[str, Any], name: str | Path, method: type | None = None) -> None:
+def check_headline(config: dict[str, Any], name: str | Path, method: type[DPGenerativeModel] | None = None) -> None:
     """Refuse the model ``name`` when its config.json's headline states another guarantee, data or method than its
     ledger and method give (a config without a stored headline states none). ``method`` as for ``headline``."""
     stored = config.get(HEADLINE_KEY)
@@ -114,19 +123,19 @@ def check_headline(config: dict[str, Any], name: str | Path, method: type | None
     _AGREEING.add(key)
 
 
-def model_card(config: dict[str, Any], load_as: str, method: type | None = None) -> ModelCard:
+def model_card(config: dict[str, Any], load_as: str, method: type[DPGenerativeModel] | None = None) -> ModelCard:
     """The card of a model folder; ``load_as`` is what its usage snippet passes to ``zoo.load``.
     ``method``: the model's class (default: the registered class of ``config["method"]``)."""
     method = method or method_class(config["method"])
-    privacy = privacy_metadata(config)
     ledger = PrivacyLedger.from_dict(config["privacy_ledger"])
+    privacy = card_privacy(config, method, ledger)
     datasets = sorted({name for name in map(_hub_dataset, card_datasets(privacy)) if name})
     evaluation = config.get("evaluation") or {}
     results = evaluation.get("results", [])
     data = ModelCardData(
         library_name="dpzoo",
         license=config.get("license"),
-        tags=[_notion_tag(privacy), *method.card_tags(config), *datasets, "dpzoo"],
+        tags=[_notion_tag(privacy), *hub_tags(privacy, ledger), *method.card_tags(config), *datasets, "dpzoo"],
         datasets=datasets,
         model_name=config["model_id"],
         eval_results=[EvalResult(**result) for result in results] or None,
@@ -257,7 +266,60 @@ def _notion_tag(privacy: dict[str, Any]) -> str:
         return "not-differentially-private"
     if is_public(privacy):
         return "public-data-only"
-    return "pac-privacy" if is_pac(privacy) else "differential-privacy"
+    return "pac-privacy" if is_pac(privacy) else DP_TAG
+
+
+def hub_tags(privacy: dict[str, Any], ledger: PrivacyLedger) -> list[str]:
+    """The tags other Hugging Face Hub models of differential privacy carry, beside dpzoo's own notion tag, so
+    that a search of the Hub for them finds these models: ``differential_privacy`` (the Hub's spelling of
+    ``differential-privacy``) for a model that states (ε, δ)-DP, and ``dp-sgd`` for one whose ledger holds a
+    DP-SGD entry (barrier B2 or B4, ``DP_SGD_BARRIERS``). A PAC-private model (not DP), a public base and a seeded
+    model state no DP guarantee and get neither; nor is a release of a noised statistic (B1, B1′) or GS-WGAN's
+    sanitised generator gradients (B3) called DP-SGD."""
+    if _notion_tag(privacy) != DP_TAG:
+        return []
+    dp_sgd = any(PrivacyBarrier(entry.barrier) in DP_SGD_BARRIERS for entry in ledger.entries)
+    return [HUB_DP_TAG, *([DP_SGD_TAG] if dp_sgd else [])]
+
+
+def card_privacy(config: dict[str, Any], method: type[DPGenerativeModel], ledger: PrivacyLedger) -> dict[str, Any]:
+    """The card's ``privacy:`` block: ``privacy_metadata``, every field of it kept, with the fields that tools
+    reading Hub cards look for placed beside those they restate: ``privacy_unit`` after the neighbouring relation,
+    ``accountant_library`` after the accountant's description. A block with neither (PAC privacy, a public base)
+    gets no such field: PAC privacy bounds what the release tells of the training subset as a whole, not of one
+    record, and no accountant computes it."""
+    after = {
+        "neighbouring_relation": lambda: {"privacy_unit": privacy_unit(config, method)},
+        "accountant_description": lambda: {"accountant_library": card_accountant_library(ledger)},
+    }
+    block: dict[str, Any] = {}
+    for key, value in privacy_metadata(config).items():
+        block[key] = value
+        if key in after:
+            block.update(after[key]())
+    return block
+
+
+def privacy_unit(config: dict[str, Any], method: type[DPGenerativeModel]) -> str:
+    """What the neighbouring relation adds or removes, in the words Hub cards use for the privacy unit: one image
+    for a model of images, one table row for a model of a table (DP-NF), as the method's ``card_sample_kind``
+    says. It is the record the ledger's guarantee protects (the local record index keys the same unit)."""
+    kind = method.card_sample_kind(config)
+    try:
+        return PRIVACY_UNITS[kind]
+    except KeyError:
+        raise CheckpointError(f"{config['model_id']}: no privacy unit for samples of kind {kind!r}") from None
+
+
+def card_accountant_library(ledger: PrivacyLedger) -> str:
+    """The package that computed the stated ε and its version, e.g. "opacus 1.6.0": the library of the accountant
+    the block names (the main entry's, ``accountant_library``) at the version that entry recorded when the model
+    was trained (``library_versions``), not the installed one, so that a reader can rerun the same accounting.
+    Entries written before a library's version was recorded say so."""
+    entry = ledger.main_entry()
+    library = accountant_library(entry.accountant)
+    version = entry.library_versions.get(library)
+    return f"{library} {version}" if version and version != "not installed" else f"{library} (version not recorded)"
 
 
 def _ledger_rows(config: dict[str, Any]) -> list[list[str]]:

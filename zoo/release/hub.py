@@ -294,7 +294,7 @@ def _hub_token(token: str | None) -> str:
     token = token or get_token()
     if not token:
         raise HubUnavailableError(
-            "no Hugging Face token: pass token=... (dpzoo push: --token), set HF_TOKEN or run `hf auth login`"
+            "no Hugging Face token: pass {token}, set HF_TOKEN or run `hf auth login`", token="token=..."
         )
     return token
 

@@ -18,7 +18,6 @@ from zoo.release.layout import CONFIG_NAME, HUB_FILES, load_config
 from zoo.release.registry import (
     check_shipped_config,
     checkpoints_dir,
-    model_ids,
     model_index,
     shipped_config_problem,
     similar_ids,
@@ -120,11 +119,12 @@ def _local_folder(name: str | Path) -> Path:
     entry = model_index().get(name)
     if entry is not None:
         return _snapshot(entry["hub_repo"], looked)
-    known, similar = model_ids(), similar_ids(name)
+    similar = similar_ids(name)
     meant = f" (did you mean {' or '.join(similar)}?)" if similar else ""
     raise UnknownModelError(
-        f"unknown model {name!r}{meant}: not a folder, not in {checkpoints_dir()} and not a published id. "
-        f"Known ids: {known or 'none yet'}; a Hub repository is loaded with 'hf-hub:org/name'."
+        f"unknown model {name!r}{meant}: not a folder, a shipped id or a published id; {{list_models}} shows the "
+        "ids, and a Hub repository is loaded with 'hf-hub:org/name'",
+        list_models="zoo.list_models()",
     )
 
 

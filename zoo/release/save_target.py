@@ -35,7 +35,7 @@ def check_save_target(directory: str | Path, overwrite: bool = False) -> Path:
         )
     if not overwrite and holds_model(directory):
         raise SaveTargetError(
-            f"{directory} already holds a model; pass overwrite=True (dpzoo fit: --overwrite) to replace it"
+            f"{directory} already holds a model; pass {{overwrite}} to replace it", overwrite="overwrite=True"
         )
     for folder in _folders_written(directory):
         if not folder.is_dir():

@@ -28,6 +28,13 @@ TRAINING_MECHANISMS: dict[PrivacyBarrier, type[TrainingMechanism]] = {
     PrivacyBarrier.SANITIZED_OUTPUT_GRADIENT: OutputGradientSanitizer,
     PrivacyBarrier.SUBSAMPLED_RELEASE: KernelEmbeddingRelease,
 }
+#: the barriers whose training steps are DP-SGD (Abadi et al. 2016: each example's gradient clipped, Gaussian noise
+#: on their sum over a Poisson minibatch), read from ``TRAINING_MECHANISMS``: B2 and B4. A card tags their models
+#: ``dp-sgd`` (``zoo.release.cards``); B1 and B1′ noise a released statistic and B3 the gradients into a generated
+#: batch, which is not DP-SGD.
+DP_SGD_BARRIERS: frozenset[PrivacyBarrier] = frozenset(
+    barrier for barrier, mechanism in TRAINING_MECHANISMS.items() if issubclass(mechanism, PerExampleDPSGD)
+)
 
 
 def training_mechanism(barrier: PrivacyBarrier, module: object = None) -> type[TrainingMechanism]:
@@ -45,6 +52,7 @@ def training_mechanism(barrier: PrivacyBarrier, module: object = None) -> type[T
 
 
 __all__ = [
+    "DP_SGD_BARRIERS",
     "TRAINING_MECHANISMS",
     "GradientSanitizer",
     "HelperQueryDPSGD",

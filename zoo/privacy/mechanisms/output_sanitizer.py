@@ -108,6 +108,13 @@ class OutputGradientSanitizer(TrainingMechanism):
         self._rows_at_last_step = self.sanitizer.rows_sanitized
 
 
+def clip_each_row(rows: Tensor, bound: float) -> Tensor:
+    """Each row (first dimension) of any shape scaled to L2 norm ≤ ``bound``."""
+    norms = rows.flatten(1).norm(dim=1)
+    clip = (bound / (norms + 1e-6)).clamp(max=1.0)
+    return rows * clip.view(-1, *([1] * (rows.dim() - 1)))
+
+
 class GradientSanitizer:
     """Identity forward; backward clips each row's upstream gradient to C and adds N(0, σ²C²)."""
 
@@ -137,10 +144,7 @@ class GradientSanitizer:
         rows = grad.shape[0]
         scale = rows if self.loss_reduction == "mean" else 1
         with mechanism_arithmetic():
-            per_row = at_least_float32(grad) * scale
-            norms = per_row.flatten(1).norm(dim=1)
-            clip = (self.max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
-            per_row = per_row * clip.view(-1, *([1] * (grad.dim() - 1)))
+            per_row = clip_each_row(at_least_float32(grad) * scale, self.max_grad_norm)
             generator = self.generators.on(per_row.device)
             noise = torch.randn(per_row.shape, generator=generator, dtype=per_row.dtype, device=per_row.device)
             self.rows_sanitized += rows
