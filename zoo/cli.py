@@ -309,10 +309,13 @@ def _check_model_cards(target: Path, content: str) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from zoo.release.hub import push_folder
+    from zoo.release.hub_access import publishing_token
     from zoo.release.loading import resolve
 
-    print(push_folder(resolve(args.model), args.repo, token=args.token, private=args.private))
+    folder, token = resolve(args.model), publishing_token(args.token)  # both before torch and the upload
+    from zoo.release.hub import push_folder
+
+    print(push_folder(folder, args.repo, token=token, private=args.private))
     return 0
 
 

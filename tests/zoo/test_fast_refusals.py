@@ -61,6 +61,7 @@ def refusals(tmp_path):
         (["sample", "dp-merf-mnist-eps1", "--n", "0"], "--n must be a positive integer, got 0"),
         (["evaluate", "dp-merf-mnist-eps10x"], "unknown model 'dp-merf-mnist-eps10x' (did you mean"),
         (["evaluate", "dp-merf-mnist-eps1", "--label", "10"], "--label must lie in 0..9 (the model's 10 classes)"),
+        (["push", "dp-merf-mnist-eps2", "me/model"], "unknown model 'dp-merf-mnist-eps2' (did you mean"),
         (["evaluate", "dp-merf-cifar10-public-base"], "--dataset is needed: dp-merf-cifar10-public-base was trained"),
     ]
     if os.geteuid() != 0:  # root writes into read-only folders
@@ -99,3 +100,12 @@ def test_a_model_is_never_written_beside_a_foreign_file_even_with_overwrite(tmp_
     (readme_only / "README.md").write_text("the user's own")
     with pytest.raises(SaveTargetError, match=r"not a model's \(README.md\)"):  # no model here: it is the user's
         check_save_target(readme_only, overwrite=True)
+
+
+def test_a_push_without_a_token_is_refused_before_torch_is_imported(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DPZOO_CHECKPOINTS_DIR", "HF_TOKEN", "HF_HUB_OFFLINE")}
+    env["HF_HOME"] = str(tmp_path / "hf-home")  # no saved login
+    argvs = json.dumps([["push", "dp-merf-mnist-eps1", "me/model"]])
+    result = subprocess.run([sys.executable, "-c", PROBE, argvs], capture_output=True, text=True, env=env)
+    assert json.loads(result.stdout) == [2, False], result.stderr
+    assert "no Hugging Face token: pass --token TOKEN" in result.stderr

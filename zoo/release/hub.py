@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from huggingface_hub import HfApi, constants, get_token
+from huggingface_hub import HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError
 from safetensors import SafetensorError
 from safetensors.torch import load_file
@@ -26,6 +26,7 @@ from zoo.headline import HEADLINE_KEY
 from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import PrivacyLedger
 from zoo.release.cards import check_data, check_headline, headline, model_card
+from zoo.release.hub_access import HubUnavailableError, publishing_token
 from zoo.release.layout import (
     CARD_NAME,
     CONFIG_FORMAT,
@@ -62,10 +63,6 @@ _CLIENT_NETWORK_ERRORS = (
     ("requests", "ConnectionError"),
     ("requests", "Timeout"),
 )
-
-
-class HubUnavailableError(CheckpointError):
-    """Publishing cannot happen: offline, no token, or the Hub unreachable or refusing the upload."""
 
 
 class SeededModelError(CheckpointError):
@@ -251,7 +248,7 @@ def push_to_hub(
     model: DPGenerativeModel, repo_id: str, token: str | None = None, private: bool = False, **save_kwargs: Any
 ) -> str:
     """Save ``model`` in Hub layout and upload it to ``repo_id``; returns the commit URL."""
-    token = _hub_token(token)
+    token = publishing_token(token)
     if isinstance(model.privacy_ledger, PrivacyLedger):
         check_unseeded(model.privacy_ledger, repo_id)
     with tempfile.TemporaryDirectory() as folder:
@@ -263,7 +260,7 @@ def push_to_hub(
 def push_folder(directory: str | Path, repo_id: str, token: str | None = None, private: bool = False) -> str:
     """Upload an existing model folder (after checking that it loads and that its evaluation is publishable), its
     card's usage snippet pointing at the Hub repository."""
-    token = _hub_token(token)
+    token = publishing_token(token)
     config = load_config(directory)
     check_unseeded(PrivacyLedger.from_dict(config["privacy_ledger"]), repo_id)
     check_evaluation_publishable(config.get("evaluation"), repo_id)
@@ -284,19 +281,6 @@ def check_unseeded(ledger: PrivacyLedger, repo_id: str) -> None:
             f"will not publish {repo_id}: the model was trained with seeded randomness ({', '.join(seeds)}), so it "
             "is not differentially private; seeds are for tests only: train it again without them"
         )
-
-
-def _hub_token(token: str | None) -> str:
-    """The token to publish with, checked before any work is done: offline or without a token the
-    upload can only fail, after saving, with huggingface_hub's own error."""
-    if constants.HF_HUB_OFFLINE:
-        raise HubUnavailableError("publishing to the Hugging Face Hub needs the network, but HF_HUB_OFFLINE is set")
-    token = token or get_token()
-    if not token:
-        raise HubUnavailableError(
-            "no Hugging Face token: pass {token}, set HF_TOKEN or run `hf auth login`", token="token=..."
-        )
-    return token
 
 
 def _upload(folder: str, repo_id: str, token: str, private: bool) -> str:
