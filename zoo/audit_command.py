@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zoo.errors import UserError
+
+if TYPE_CHECKING:
+    from zoo.auditing.ledger_audit import Plan
 
 #: the exit status when an audit refutes a stated ε
 REFUTED = 1
@@ -43,8 +46,7 @@ def run_audit(args: argparse.Namespace) -> int:
     headline = config.get("headline") or {}
     print(f"auditing {name} (stated ε = {headline.get('epsilon')}, δ = {headline.get('delta')}) with canaries")
     refuted = False
-    starting = lambda plan, canaries: print(f"  {plan.describe()}: {canaries:,} canaries ...", flush=True)  # noqa: E731
-    for audit in audit_ledger(config, args.canaries, args.confidence, on_start=starting):
+    for audit in audit_ledger(config, args.canaries, args.confidence, on_start=_say_starting):
         over = audit.bound.epsilon > audit.stated_epsilon
         refuted |= over
         parts = f" (the plan of {audit.entries} ledger entries)" if audit.entries > 1 else ""
@@ -60,6 +62,10 @@ def run_audit(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return REFUTED if refuted else 0
+
+
+def _say_starting(plan: Plan, canaries: int) -> None:
+    print(f"  {plan.describe()}: {canaries:,} canaries ...", flush=True)
 
 
 def _model_name(args: argparse.Namespace) -> str:
