@@ -12,8 +12,7 @@ The API is imported on first use, so that ``import zoo`` (and ``dpzoo --help``) 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from zoo.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -32,15 +31,4 @@ _API = {
 }
 __all__ = sorted(_API)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _API:
-        raise AttributeError(f"module 'zoo' has no attribute {name!r}")
-    module, attribute = _API[name]
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_API])
+__getattr__, __dir__ = lazy_exports(globals(), _API)

@@ -18,7 +18,7 @@ PACKAGES = ("zoo", "lightning_modules")
 #: bottom first; a unit is a module of zoo/ or a subpackage (its modules import each other freely, acyclically);
 #: "zoo" is the package's own __init__ (the public API, imported lazily), "lightning_modules" the method files
 LAYERS = (
-    ("zoo.errors",),
+    ("zoo.errors", "zoo.lazy"),
     ("zoo.headline", "zoo.plots", "zoo.local_state", "zoo.run_plan"),
     ("zoo.privacy",),
     ("zoo.data", "zoo.baselines", "lightning_modules.nets"),

@@ -89,23 +89,20 @@ def _audit_plan(plan: Plan, canaries: int, confidence: float) -> tuple[OneRunBou
         release = gaussian_release_at(None, plan.delta, plan.clip_norm, noise_multiplier=plan.noise_multiplier)
         bound = audit_one_shot_release(release, canaries, plan.delta, plan.clip_norm, confidence)
         return bound, epsilon_spent([(plan.noise_multiplier, 1.0, 1)], plan.delta, plan.accountant)
+    options = {"clip_norm": plan.clip_norm, "confidence": confidence, "accountant": plan.accountant}
     if plan.mechanism == "subsampled_gaussian":
         from zoo.auditing.dp_sgd_canaries import audit_dp_sgd
 
-        return audit_dp_sgd(
-            canaries, *_training_plan(plan), plan.clip_norm, None, confidence, plan.accountant, barrier=plan.barrier
-        )
+        return audit_dp_sgd(canaries, *_training_plan(plan), barrier=plan.barrier, **options)
     if plan.mechanism == "subsampled_kernel_embedding":
         from zoo.auditing.embedding_canaries import audit_subsampled_release
 
-        return audit_subsampled_release(
-            canaries, *_training_plan(plan), plan.clip_norm, None, confidence, plan.accountant
-        )
+        return audit_subsampled_release(canaries, *_training_plan(plan), **options)
     from zoo.auditing.sanitizer_canaries import audit_sanitized_output
 
     assert plan.rows_per_step is not None and plan.row_noise_multiplier is not None
-    rows_plan = (plan.row_noise_multiplier, plan.rows_per_step, plan.steps, plan.delta, plan.clip_norm)
-    return audit_sanitized_output(canaries, *rows_plan, confidence=confidence, accountant=plan.accountant)
+    rows_plan = (plan.row_noise_multiplier, plan.rows_per_step, plan.steps, plan.delta)
+    return audit_sanitized_output(canaries, *rows_plan, **options)
 
 
 def _training_plan(plan: Plan) -> tuple[float, float, int, float]:

@@ -6,8 +6,7 @@ The names are imported on first use, as ``zoo``'s own are, so that the torch-fre
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from zoo.lazy import lazy_exports
 
 _NAMES = {
     "ByteImages": "zoo.data.byte_images",
@@ -24,10 +23,4 @@ _NAMES = {
 }
 __all__ = sorted(_NAMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _NAMES:
-        raise AttributeError(f"module 'zoo.data' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_NAMES[name]), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(globals(), _NAMES)

@@ -5,9 +5,7 @@ Each metric is declared once (``zoo.metrics.specs``). What needs torch is import
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from zoo.lazy import lazy_exports
 from zoo.metrics.evaluate import METRICS, evaluate
 from zoo.metrics.protocol import protocol_line
 
@@ -32,14 +30,4 @@ __all__ = [
     "record_evaluation",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _API:
-        raise AttributeError(f"module 'zoo.metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_API[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_API])
+__getattr__, __dir__ = lazy_exports(globals(), _API)
