@@ -51,7 +51,7 @@ def run_audit(args: argparse.Namespace) -> int:
         refuted |= over
         parts = f" (the plan of {audit.entries} ledger entries)" if audit.entries > 1 else ""
         print(
-            f"    ε̂ {audit.bound.epsilon:.3g} beside the plan's own ε {audit.stated_epsilon:.4g}{parts}: "
+            f"    ε̂ {audit.bound.epsilon:.2f} beside the plan's own ε {audit.stated_epsilon:.4g}{parts}: "
             f"{audit.bound.sentence()}; {audit.seconds:.1f} s" + ("  REFUTED" if over else "")
         )
     print(WHAT_A_LOWER_BOUND_SHOWS)

@@ -50,6 +50,8 @@ def test_scores_that_ignore_the_coins_bound_nothing_and_perfect_scores_bound_muc
     assert perfect.epsilon > 4 and perfect.correct == perfect.guesses
     assert perfect.guesses in {max(2, round(f * 5000)) for f in GUESS_FRACTIONS}
     assert "with confidence 0.95" in perfect.sentence()
+    nothing = one_run_lower_bound(np.zeros(5000), coins, 1e-5)  # every score tied: no guess count rejects ε > 0
+    assert nothing.epsilon == 0 and nothing.sentence().startswith("no ε > 0 rejected at δ = 1e-05")
 
 
 def test_bad_arguments_are_refused():

@@ -63,8 +63,11 @@ class OneRunBound:
     correct: int
 
     def sentence(self) -> str:
+        level = f"at δ = {self.delta:g} with confidence {self.confidence:g}"
+        if self.guesses == 0:  # no guess count rejected any ε > 0
+            return f"no ε > 0 rejected {level} ({self.canaries:,} canaries)"
         return (
-            f"ε ≥ {self.epsilon:.3g} at δ = {self.delta:g} with confidence {self.confidence:g} "
+            f"ε ≥ {self.epsilon:.2f} {level} "
             f"({self.correct:,} of {self.guesses:,} guesses right over {self.canaries:,} canaries)"
         )
 
