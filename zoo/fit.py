@@ -123,7 +123,7 @@ class Interruption(Callback):
         recipe.write_text(yaml.safe_dump(dict(self.plan), sort_keys=False, allow_unicode=True))
         raise TrainingInterrupted(
             f"interrupted after step {trainer.global_step}: saved {self.checkpoint} and its plan {recipe}; resume "
-            f"with dpzoo fit --config {shlex.quote(str(recipe))} --ckpt_path {shlex.quote(str(self.checkpoint))}"
+            f"with {resume_command(self.checkpoint)}"
         )
 
 
@@ -133,6 +133,12 @@ def interrupted_checkpoint(save_pretrained: str | Path) -> Path:
     ``zoo.release.save_target``)."""
     folder = Path(save_pretrained).absolute()
     return folder.with_name(f"{folder.name}.interrupted.ckpt")
+
+
+def resume_command(checkpoint: Path) -> str:
+    """The command that resumes the interrupted run saved at ``checkpoint`` (its plan beside it, as ``.yaml``)."""
+    recipe = checkpoint.with_suffix(".yaml")
+    return f"dpzoo fit --config {shlex.quote(str(recipe))} --ckpt_path {shlex.quote(str(checkpoint))}"
 
 
 def run_recipe(

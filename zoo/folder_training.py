@@ -14,6 +14,7 @@ card's place are printed."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import json
 import shlex
@@ -27,7 +28,14 @@ from typing import Any
 import pytorch_lightning  # noqa: F401
 from pytorch_lightning import LightningDataModule
 
-from zoo.data.conversion import check_convert, colour_mode, counted, pixels, preprocessing_sentence
+from zoo.data.conversion import (
+    check_convert,
+    colour_mode,
+    counted,
+    downscale_sentence,
+    pixels,
+    preprocessing_sentence,
+)
 from zoo.data.folder_check import (
     Fix,
     FolderProblems,
@@ -49,14 +57,18 @@ from zoo.data.folders import (
     split_by_pixels,
     subset,
 )
-from zoo.fit import run_recipe, say
+from zoo.errors import UserError
+from zoo.fit import interrupted_checkpoint, resume_command, run_recipe, say
+from zoo.forecast import CLEAR, release_sigma
 from zoo.front_checks import parse_duration
 from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import Budget, record_index
+from zoo.public_bases import PublicBase, base_for
 from zoo.recipe_cli import IMAGE_FOLDER, kept_data_settings, parse_recipe
 from zoo.recipes import Choice, Problem, choose_recipe
 from zoo.release.layout import CARD_NAME, CONFIG_NAME
 from zoo.release.loading import resolve
+from zoo.release_shapes import ShapeChoice, choose_shape, shapes_for, signal_to_noise
 from zoo.run_plan import Provenance, RunOptions
 from zoo.train_request import TrainRequest
 
@@ -65,6 +77,13 @@ HELD_OUT = 0.1
 SPLIT_SEED = 0
 #: the validation share an image folder keeps when the recipe reads it (ImageFolderDataModule's default)
 VALIDATION = 0.1
+#: the window of steps over which dpzoo train reads whether a mean-embedding fit's objective still moves
+#: (``lightning_modules.parts.mean_embedding``: the fit stops once it does not; --max-steps sets a fixed length)
+FLAT_WINDOW = 100
+#: an estimated time above this many seconds is followed by what would shorten it
+LONG_RUN = 3600
+#: the recipes' generators that draw images of any size, so that a folder of larger images may be read larger
+ANY_SIZE_GENERATORS = ("upsampling",)
 #: the warnings of an image folder that the summary has said already: ignored files, files that hold one image
 NAMED_IN_THE_SUMMARY = (
     r".*: ignored [\d,]+ (files? that|hidden folder)",
@@ -92,6 +111,16 @@ class FolderPlan:
     split: FolderSplit
     #: the training images of each class (validation included)
     trained: Counter[int]
+    #: the release's shape, sized to the class counts (None: the method's release is not sized)
+    shape: ShapeChoice | None = None
+    #: the public base used or proposed for a small folder (None: none)
+    base: BaseChoice | None = None
+
+    def with_base(self, request: TrainRequest) -> TrainRequest:
+        """The request as it runs: with ``--init-from`` the base where one is used."""
+        if self.base is None or not self.base.used:
+            return request
+        return dataclasses.replace(request, init_from=self.base.base.model_id)
 
     @property
     def recipe_steps(self) -> int | None:
@@ -116,6 +145,11 @@ class FolderPlan:
         if not self.choice.recipe.validates:
             folder["validation_size"] = 0
         settings["data"] = {"class_path": IMAGE_FOLDER, "init_args": folder}
+        model = settings["model"]["init_args"]
+        if self.shape is not None and self.shape.resized:
+            model.update(self.shape.shape.changes)
+        if self.stops_when_flat(request):
+            model["stop_when_flat"] = FLAT_WINDOW
         budget = {"target_epsilon": request.epsilon, "delta": request.delta}
         if request.assume_disjoint:
             budget["assume_disjoint"] = True
@@ -127,6 +161,11 @@ class FolderPlan:
             trainer["max_time"] = {"seconds": round(parse_duration(request.max_time))}
         given = {"license": request.license, "init_from": request.init_from, "overwrite": request.overwrite}
         return {**settings, "save_pretrained": str(target), **{key: value for key, value in given.items() if value}}
+
+    def stops_when_flat(self, request: TrainRequest) -> bool:
+        """Whether the fit ends when its objective stops moving: a mean-embedding method, without --max-steps."""
+        method = method_class(request.method)
+        return "stop_when_flat" in inspect.signature(method).parameters and not request.max_steps
 
     def provenance(self, request: TrainRequest) -> Provenance:
         """The card's account: the ``dpzoo train`` command, the recipe chosen, and how."""
@@ -152,6 +191,13 @@ def train_checked(request: TrainRequest, target: Path) -> Path:
     check_convert(request.convert)
     plan = plan_folder(request)
     say(_summary(plan, request.convert))
+    interrupted = interrupted_checkpoint(target)
+    if interrupted.exists():
+        say(
+            f"an interrupted run into this --out is saved at {interrupted}: to resume it instead, stop this one "
+            f"(Ctrl-C) and run `{resume_command(interrupted)}`; this run replaces it if it is interrupted too"
+        )
+    request = plan.with_base(request)
     with warnings.catch_warnings():
         for named in NAMED_IN_THE_SUMMARY:
             warnings.filterwarnings("ignore", message=named, category=UserWarning)
@@ -196,7 +242,52 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
     problems = class_problems(train_part, trained, request.method, conditional)
     if problems:
         raise FolderProblems(problems, parts, train_flag)
-    return FolderPlan(root, inspected, choice, used_channels, split, trained)
+    sigma = release_sigma(request.epsilon, request.delta)
+    counts = [trained[label] for label in range(len(train_part.classes))]
+    shape = choose_shape(request.method, used_channels, sigma, counts, request.release_size)
+    base = _base_choice(request, used_channels, choice.size, sigma, counts)
+    return FolderPlan(root, inspected, choice, used_channels, split, trained, shape, base)
+
+
+@dataclass(frozen=True)
+class BaseChoice:
+    base: PublicBase
+    #: used (this machine can check the folder is not among its public data), else only proposed
+    used: bool
+    line: str
+
+
+def _base_choice(
+    request: TrainRequest, channels: int, size: tuple[int, int], sigma: float, counts: list[int]
+) -> BaseChoice | None:
+    """The public base for a folder whose release at the recipe's own shape would be noisy (``zoo.public_bases``):
+    used where it takes the folder's images and this machine can check the folder is not among its public data,
+    proposed with the flags that use it otherwise; None where no base applies or one is given or refused."""
+    base = base_for(request.method, channels)
+    shapes = shapes_for(request.method, channels)
+    if request.init_from or request.no_base or base is None or not shapes:
+        return None
+    if signal_to_noise(shapes[0], sigma, min(counts)) >= CLEAR:
+        return None
+    try:
+        resolve(base.model_id)
+    except UserError:
+        return None  # not installed with this copy of the zoo
+    knows = f"{base.model_id}, pretrained on public data: {base.knows}"
+    flags = [f"--init-from {base.model_id}"]
+    reasons = []
+    if _base_problems(base.model_id, size, channels):
+        side = json.loads((resolve(base.model_id) / CONFIG_NAME).read_text())["architecture"]["image_shape"][1]
+        flags.append(f"--image-size {side}")
+        reasons.append(f"it draws {side}×{side} images")
+    if _unchecked_public_data(base.model_id):
+        flags.append("--assume-disjoint")
+        reasons.append("this machine cannot check that your images are not among its public data (the flag states it)")
+    if reasons:
+        return BaseChoice(
+            base, False, f"base: proposed, as the folder is small: {knows}; {' and '.join(reasons)}: {' '.join(flags)}"
+        )
+    return BaseChoice(base, True, f"base: {knows}, as the folder is small (--no-base trains from scratch)")
 
 
 def _split(
@@ -280,6 +371,11 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
         lines += [f"  {head}", *(f"    {group}" for group in groups)]
     sentence = preprocessing_sentence(inspected[0].readable(), choice.size, plan.channels, convert)
     lines.append(f"read as {colour_mode(plan.channels)} {pixels(choice.size)}: {sentence}")
+    generator = (choice.recipe.settings["model"].get("init_args") or {}).get("generator")
+    larger = 2 * min(choice.size) if generator in ANY_SIZE_GENERATORS else None
+    lost = downscale_sentence(inspected[0].readable(), choice.size, larger)
+    if lost:
+        lines.append(f"  {lost}")
     how = (
         "the folder's test/"
         if len(inspected) > 1
@@ -293,6 +389,13 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
     rest = f" ({validation:,} more kept for validation, not protected)" if validation else ""
     lines.append(f"training: {counted(len(plan.split.train), 'image')}{rest}")
     lines.append(f"recipe: configs/{choice.recipe.path.name}: {choice.reason}")
+    if plan.shape is not None:
+        shape = plan.shape.shape
+        lines.append(
+            f"release: {shape.name} ({shape.features:,} coordinates per class: {shape.words}): {plan.shape.reason}"
+        )
+    if plan.base is not None:
+        lines.append(plan.base.line)
     return "\n".join(lines)
 
 
@@ -313,6 +416,14 @@ def _before_training(
         say(f"estimated time: not measured ({type(error).__name__}: {error})")
         return
     say(f"estimated time: {estimate.line() if estimate else 'unknown (the recipe sets no number of steps)'}")
+    flat = getattr(model, "flat_stop", None)
+    if estimate and flat is not None:
+        say(f"  at most: the fit ends once its objective stops moving (read every {flat.window} steps)")
+    if estimate and estimate.seconds > LONG_RUN:
+        say(
+            "  over an hour: --max-time 30m trains as many steps as fit in 30 minutes, --max-steps N fewer steps, "
+            "and a public base (--init-from) needs fewer steps to fit; Ctrl-C saves the run to resume later"
+        )
     bound = (trainer_options.get("max_time") or {}).get("seconds")
     if estimate and bound and estimate.seconds > bound:
         fit = min(estimate.steps, int(bound * estimate.rate))
@@ -324,17 +435,22 @@ def _before_training(
 
 def _after_training(model: DPGenerativeModel, plan: FolderPlan, request: TrainRequest, target: Path) -> None:
     """After training and saving: the steps ``--max-time`` left time for, the ε spent and where the card is."""
-    if request.max_time:
+    steps = model.trainer.global_step
+    flat = getattr(model, "flat_stop", None)
+    stopped_flat = flat is not None and flat.tail is not None and steps >= flat.tail[1]
+    if stopped_flat:
+        say(f"the fit's objective stopped moving: it ended after {steps:,} of at most {plan.recipe_steps:,} steps")
+    elif request.max_time:
         planned = request.max_steps or plan.recipe_steps
         of_planned = f" of the {planned:,} planned" if planned else ""
-        say(f"--max-time {request.max_time}: the last stage trained {model.trainer.global_step:,}{of_planned} steps")
+        say(f"--max-time {request.max_time}: the last stage trained {steps:,}{of_planned} steps")
     say(
         *model.privacy_ledger.summary_lines(),
         f"  (local:… is this machine's name for the images of {plan.root.resolve().name}, keyed by a secret that never "
         "leaves it: it says nothing about them to anyone else)",
         f"card: {target / CARD_NAME}",
     )
-    trained_fully = plan.recipe_steps is None or model.trainer.global_step >= plan.recipe_steps
+    trained_fully = stopped_flat or plan.recipe_steps is None or steps >= plan.recipe_steps
     say(*_verdict(model, plan, request, target, trained_fully))
 
 

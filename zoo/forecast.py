@@ -2,9 +2,9 @@
 
 A one-shot mean-embedding release (DP-MERF, DP-MEPF) adds N(0, σ²) to each of the d coordinates of the sum
 Σ φ(x) ⊗ e_y (each record's term of norm ≤ 1), with σ the one Gaussian that spends (ε, δ). Class c's mean then
-carries noise of norm σ·√d / n_c, against a class mean whose norm is typically ``CLASS_MEAN_NORMS`` (measured on a
-named dataset's public test images: ``experiments/forecast/class_mean_norms.py``). Their ratio is the forecast's
-signal-to-noise: below 1 the generator is fitted mostly to noise, whatever the training length.
+carries noise of norm σ·√d / n_c, against a class mean whose norm is typically its release shape's signal (measured
+on public images: ``zoo.release_shapes``). Their ratio is the forecast's signal-to-noise: below 1 the generator is
+fitted mostly to noise, whatever the training length.
 
 The forecast reads nothing of the private images but the counts per class the data owner already sees in the
 summary; it is printed for them and never published.
@@ -12,20 +12,12 @@ summary; it is printed for them and never published.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: the median norm of one class's mean of the released features, on 2,000 public test images of the named
-#: dataset each recipe family was chosen on (python experiments/forecast/class_mean_norms.py
-#: configs/dp_merf_mnist_eps1.yaml configs/dp_merf_cifar10_eps1.yaml configs/dp_mepf_mnist_eps1.yaml
-#: configs/dp_mepf_cifar10_eps10.yaml); keyed by (method, channels)
-CLASS_MEAN_NORMS = {
-    ("dp-merf", 1): 0.376,
-    ("dp-merf", 3): 0.662,
-    ("dp-mepf", 1): 0.863,
-    ("dp-mepf", 3): 0.829,
-}
+from zoo.release_shapes import shape_of, shapes_for
+
 #: below this signal-to-noise the release is mostly noise; above CLEAR, noise is a small part of it
 MOSTLY_NOISE = 1.0
 CLEAR = 3.0
@@ -51,16 +43,20 @@ def mean_embedding_forecast(
     images_per_class: Sequence[int],
     features: int,
     from_base: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> Forecast | None:
     """The forecast of a one-shot release of ``features`` coordinates at (``epsilon``, ``delta``) over classes of
-    ``images_per_class`` training images (``from_base``: the generator starts from a public base); None for a
-    method without a measured typical signal."""
-    from zoo.privacy.accounting import calibrate_noise_multiplier, epsilon_spent
+    ``images_per_class`` training images (``from_base``: the generator starts from a public base), with the signal of
+    the release shape the model's ``settings`` carry (the recipe's where they match none); None for a method
+    without a measured typical signal."""
+    from zoo.privacy.accounting import epsilon_spent
 
-    signal = CLASS_MEAN_NORMS.get((method, channels))
-    if signal is None or not images_per_class:
+    shapes = shapes_for(method, channels)
+    if not shapes or not images_per_class:
         return None
-    sigma = calibrate_noise_multiplier(epsilon, delta, 1.0, 1, "prv", [])
+    shape = shape_of(method, channels, dict(settings or {})) or shapes[0]
+    signal = shape.signal
+    sigma = release_sigma(epsilon, delta)
     smallest = min(images_per_class)
     ratio = signal * smallest / (sigma * features**0.5)
     verdict = _verdict(ratio)
@@ -74,10 +70,19 @@ def mean_embedding_forecast(
         clear_sigma = signal * smallest / (CLEAR * features**0.5)
         needed_epsilon = epsilon_spent([(clear_sigma, 1.0, 1)], delta, "pld")  # PRV gives out at large ε
         changes = [f"{needed_images:,} images per class at this ε", f"ε ≈ {needed_epsilon:.3g} with these images"]
+        if shape != shapes[-1]:
+            changes.append(f"a smaller release (--release-size {shapes[-1].name})")
         if not from_base:
             changes.append("a public base to fine-tune from (--init-from)")
         lines.append(f"  to reach signal-to-noise {CLEAR:g}: {'; or '.join(changes)}; or fewer, larger classes")
     return Forecast(ratio, tuple(lines))
+
+
+def release_sigma(epsilon: float, delta: float) -> float:
+    """The noise multiplier of the one Gaussian release (sensitivity 1) that spends (ε, δ), by PRV."""
+    from zoo.privacy.accounting import calibrate_noise_multiplier
+
+    return calibrate_noise_multiplier(epsilon, delta, 1.0, 1, "prv", [])
 
 
 def forecast_for(model: Any, datamodule: Any, budget: Any) -> Forecast | None:
@@ -92,9 +97,8 @@ def forecast_for(model: Any, datamodule: Any, budget: Any) -> Forecast | None:
     counts = torch.bincount(datamodule.train_set.tensors[1].long(), minlength=model.num_classes).tolist()
     from_base = bool(model.privacy_ledger is not None and model.privacy_ledger.public_data)
     channels = int(model.hparams.image_shape[0])
-    return mean_embedding_forecast(
-        model.method, channels, budget.target_epsilon, budget.delta, counts, int(embedding.shape[0]), from_base
-    )
+    epsilon, delta, features = budget.target_epsilon, budget.delta, int(embedding.shape[0])
+    return mean_embedding_forecast(model.method, channels, epsilon, delta, counts, features, from_base, model.hparams)
 
 
 def _verdict(ratio: float) -> str:

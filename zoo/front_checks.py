@@ -19,6 +19,7 @@ from zoo.data.folder_part import IMAGE_SUFFIXES
 from zoo.errors import MissingFileError, UnknownModelError, UserError
 from zoo.release.loading import resolve
 from zoo.release.save_target import check_save_target
+from zoo.release_shapes import shape_names
 
 #: the recipes ``dpzoo train`` chooses from (``zoo.recipes``): configs/<method>_<dataset>_eps<ε>.yaml for the named
 #: image datasets
@@ -96,6 +97,7 @@ def check_train(
     init_from: str | None = None,
     overwrite: bool = False,
     classes: Sequence[str] | None = None,
+    release_size: str | None = None,
 ) -> Path:
     """Every option of ``dpzoo train`` that can be checked without reading an image, before any work; returns the
     folder the model will be saved in (``zoo.release.save_target``: new, empty, or a model's with ``overwrite``)."""
@@ -107,6 +109,7 @@ def check_train(
     if channels not in (None, 1, 3):
         raise UserError(f"--channels must be 1 (grey) or 3 (RGB), got {channels!r}")
     check_image_method(method)
+    check_release_size(method, release_size)
     root = Path(folder).expanduser()
     if not root.exists():
         raise MissingFileError(f"no image folder at {root}")
@@ -118,6 +121,16 @@ def check_train(
     if not classes:  # a class given by --classes may hold no images: the class counts refuse it, with its images read
         check_class_folders(root, IMAGE_SUFFIXES)
     return target
+
+
+def check_release_size(method: str, release_size: str | None) -> None:
+    """``--release-size`` names one of the method's release shapes (``zoo.release_shapes``)."""
+    names = shape_names(method)
+    if release_size is None or release_size in names:
+        return
+    if not names:
+        raise UserError(f"--release-size applies to a mean-embedding release (dp-mepf, dp-merf), not to {method}")
+    raise UserError(f"--release-size for {method} is one of {', '.join(names)}, got {release_size!r}")
 
 
 def parse_labels(text: str) -> list[int]:

@@ -9,34 +9,70 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.front_checks import DEFAULT_DELTA, check_train
-from zoo.release.layout import command_line
+from zoo.request_options import card_command, option
+
+
+def _folder_name(folder: str) -> str:
+    return Path(folder).expanduser().resolve().name
+
+
+def _base_name(init_from: str) -> str:
+    """A base folder by its name (no local path); an id as it is."""
+    return Path(init_from).name if Path(init_from).exists() else init_from
 
 
 @dataclass(frozen=True)
 class TrainRequest:
     """``dpzoo train FOLDER --method M --epsilon E`` and its options, as Python values (the flags' names with
-    ``_`` for ``-``)."""
+    ``_`` for ``-``); each field declares its flag, help and card spelling (``zoo.request_options``)."""
 
-    folder: str
-    method: str
-    epsilon: float
-    delta: float = DEFAULT_DELTA
+    folder: str = option("the image folder", positional=True, spell=_folder_name)
+    method: str = option(
+        "an image method with recipes in configs/, e.g. dp-mepf (best measured on colour photos) or dp-merf"
+    )
+    epsilon: float = option("the privacy budget ε for the folder", parse=float, spell="{:g}".format)
+    delta: float = option(f"δ (default: {DEFAULT_DELTA:g})", DEFAULT_DELTA, parse=float, spell="{:g}".format)
     #: the model folder to write (default: ``out/<folder>-<method>``)
-    out: str | None = None
-    max_steps: int | None = None
+    out: str | None = option("model folder to write (default: out/<folder>-<method>)", None, on_card=False)
+    max_steps: int | None = option("bound the run: training steps (default: the recipe's)", None, parse=int)
     #: a duration such as ``90s``, ``10m``, ``1h30m``: each training stage's bound
-    max_time: str | None = None
-    license: str | None = None
+    max_time: str | None = option(
+        "bound each training stage's time (90s, 10m, 2h, 1h30m): as many steps as fit, said at the end", None
+    )
+    license: str | None = option("the licence of the release, stated on the card (default: none)", None)
     #: ``crop``, ``pad`` or ``stretch``: how images of another aspect ratio are read
-    convert: str | None = None
-    channels: int | None = None
-    image_size: int | None = None
-    init_from: str | None = None
+    convert: str | None = option(
+        "how to read images of another aspect ratio (centre crop, pad with white, or stretch); also composites "
+        "transparent images on white. Stated in the summary and on the card",
+        None,
+        choices=("crop", "pad", "stretch"),
+    )
+    channels: int | None = option("read all images as grey (1) or RGB (3)", None, parse=int, choices=(1, 3))
+    image_size: int | None = option("read images at this side (default: their own)", None, parse=int)
+    init_from: str | None = option("start from this model's weights (a base's id or folder)", None, spell=_base_name)
     #: the folder shares no image with the base's public data, where this machine cannot check it (on the card)
-    assume_disjoint: bool = False
-    overwrite: bool = False
+    assume_disjoint: bool = option(
+        "state that the folder shares no image with the public data of the --init-from base, where this machine "
+        "cannot check it (the card says so)",
+        False,
+    )
     #: the label set, in this order (default: the sorted class folders)
-    classes: Sequence[str] | None = None
+    classes: Sequence[str] | None = option(
+        "comma-separated class folder names: the label set, in this order, whichever folders hold images "
+        "(default: the sorted class folders)",
+        None,
+        parse=lambda names: tuple(names.split(",")),
+        spell=",".join,
+    )
+    #: the release's shape by name (``zoo.release_shapes``; default: sized to the folder's class counts)
+    release_size: str | None = option(
+        "the release's shape: dp-mepf full, grid4, grid2 or pooled (grey: full, grid2, pooled), from most "
+        "coordinates to fewest (default: the richest whose forecast signal-to-noise reaches 3 for your class sizes)",
+        None,
+    )
+    #: train from scratch where ``dpzoo train`` would start from a public base (``zoo.public_bases``)
+    no_base: bool = option("train from scratch where dpzoo train would start a small folder from a public base", False)
+    overwrite: bool = option("replace a model already in --out", False, on_card=False)
 
     @property
     def root(self) -> Path:
@@ -58,25 +94,10 @@ class TrainRequest:
             init_from=self.init_from,
             overwrite=self.overwrite,
             classes=self.classes,
+            release_size=self.release_size,
         )
 
     def card_command(self) -> str:
         """The command as a card records it: the folder and a base folder by their names, no local paths, no
         output folder."""
-        init_from = self.init_from
-        words = ("dpzoo", "train", self.root.resolve().name)
-        options = {
-            "--method": self.method,
-            "--epsilon": f"{self.epsilon:g}",
-            "--delta": None if self.delta == DEFAULT_DELTA else f"{self.delta:g}",
-            "--max-steps": self.max_steps,
-            "--convert": self.convert,
-            "--channels": self.channels,
-            "--image-size": self.image_size,
-            "--init-from": Path(init_from).name if init_from and Path(init_from).exists() else init_from,
-            "--assume-disjoint": self.assume_disjoint,
-            "--license": self.license,
-            "--classes": ",".join(self.classes) if self.classes else None,
-            "--max-time": self.max_time,
-        }
-        return command_line(words, options)
+        return card_command(("dpzoo", "train"), self)

@@ -3,14 +3,18 @@
 Parts, in this order (a part of weight 0 is left out):
 - ``mean``: the outputs of the chosen taps of a frozen public network (``public_networks``: its stem and any
   of its blocks, read through timm's ``forward_intermediates`` at any input size), their spatial layout
-  kept, each tap's flattened output scaled to norm 1/√L for L taps (DP-MEPF's per-layer normalisation), so
-  the part has norm 1;
+  kept (``pool`` = 0) or each tap average-pooled to a ``pool`` × ``pool`` grid of its channels (fewer
+  coordinates, so less noise per class: ``zoo.release_shapes`` sizes a release to the data with it), each
+  tap's flattened output then scaled to norm 1/√L for L taps (DP-MEPF's per-layer normalisation), so the
+  part has norm 1;
 - ``second``: the same with each output squared elementwise (the second moments' features), normalised
   the same way;
 - ``pixels``: DP-MERF's random Fourier features of the pixels (norm 1), which carry variety that
   pooled network features miss.
 
-A block output of norm 0 stays 0, so every part has norm ≤ 1. ``part_weights`` (w_k, with Σ w_k² = 1,
+A block output of norm 0 stays 0, so every part has norm ≤ 1. Pooling is a fixed linear map of a tap's output
+applied before that tap's normalisation, so it leaves the bound as it is: whatever a record's pooled output,
+its normalised tap has norm 1/√L or 0. ``part_weights`` (w_k, with Σ w_k² = 1,
 one entry per feature) weight the parts for a release: ‖w ⊙ φ(x)‖ ≤ 1 for every x. The network runs in
 float32 (``network_bf16``: under bfloat16 autocast on a CUDA device, a no-op on the CPU); the normalisation
 in the input's dtype, so in float64 each norm is ≤ 1 within 1e-12 whatever the network computed. The bound
@@ -48,6 +52,7 @@ class PerceptualFeatures(nn.Module):
         pixel_features: int = 10_000,
         pixel_kernel_width: float = math.sqrt(20),
         seed: int = 0,
+        pool: int = 0,
     ) -> None:
         super().__init__()
         weights = torch.tensor([mean_weight, second_weight, pixel_weight], dtype=torch.float64)
@@ -65,10 +70,13 @@ class PerceptualFeatures(nn.Module):
             )
         if input_size < 1:
             raise UserError(f"input_size must be a positive number of pixels, got {input_size}")
+        if pool < 0:
+            raise UserError(f"pool is the side of each tap's pooled grid (0: the layout kept), got {pool}")
         self.image_shape = tuple(image_shape)
         self.blocks = tuple(sorted(set(blocks)))
         self.stem = stem
         self.input_size = input_size
+        self.pool = pool
         self.network_bf16 = network_bf16
         self.weights = dict(zip(PARTS, (weights / weights.norm()).tolist(), strict=True))
         self.pixels = (
@@ -111,7 +119,8 @@ class PerceptualFeatures(nn.Module):
         return [o / o.norm(dim=1, keepdim=True).clamp_min(1e-30) for o in outputs]
 
     def _tap_outputs(self, images: Tensor, network: nn.Module) -> list[Tensor]:
-        """The chosen taps' outputs, flattened: grey repeated to three channels, resized to ``input_size``."""
+        """The chosen taps' outputs, pooled to ``pool`` × ``pool`` where asked, flattened: grey repeated to three
+        channels, resized to ``input_size``."""
         network = network.to(images.device)
         if images.shape[1] == 1:
             images = images.expand(-1, 3, -1, -1)
@@ -119,6 +128,8 @@ class PerceptualFeatures(nn.Module):
             images = functional.interpolate(images, size=self.input_size, mode="bilinear", align_corners=False)
         with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=self.network_bf16 and images.is_cuda):
             outputs = self.network_spec.taps(network, images, self.blocks, self.stem)
+        if self.pool:
+            outputs = [functional.adaptive_avg_pool2d(o, min(self.pool, *o.shape[-2:])) for o in outputs]
         return [o.flatten(1) for o in outputs]
 
     def _part_sizes(self) -> dict[str, int]:

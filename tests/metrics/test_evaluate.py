@@ -49,7 +49,7 @@ def test_evaluate_returns_values_spreads_and_protocols(data_dir):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"metrics": ("fid", "sharpness")}, "unknown metrics for mnist \\['sharpness'\\]"),
+        ({"metrics": ("fid", "sharpness")}, "unknown metrics for mnist: sharpness; known: "),
         ({"metrics": ("cas",), "dataset": "imagenet"}, "unknown dataset 'imagenet'"),
     ],
 )

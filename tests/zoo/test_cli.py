@@ -18,7 +18,9 @@ def test_fit_help_comes_from_lightning_cli(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["fit", "--help"])
     assert exit_info.value.code == 0
-    assert "--save_pretrained" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--save_pretrained" in out
+    assert out.startswith("usage: dpzoo fit --config RECIPE.yaml")  # dpzoo's own usage first, before Lightning's
 
 
 def test_bad_sample_count_is_a_plain_error(tmp_path, capsys):

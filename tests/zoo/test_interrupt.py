@@ -111,6 +111,11 @@ def test_dpzoo_train_interrupted_prints_one_line_and_the_printed_command_resumes
     assert last.startswith(f"dpzoo train: interrupted after step 2: saved {checkpoint} and its plan {plan}; resume ")
     assert "graceful shutdown" not in err and "Traceback" not in err
     assert checkpoint.is_file() and not out.exists()
+    monkeypatch.chdir(tmp_path)  # the same command again: the saved run is offered before any training
+    assert main(["train", "photos", "--method", "dp-merf", "--epsilon", "1", "--out", "models/pets"]) == 130
+    monkeypatch.chdir(photos)
+    offer = f"an interrupted run into this --out is saved at {checkpoint}: to resume it instead"
+    assert offer in capsys.readouterr().out
     command = shlex.split(last.split("resume with ", 1)[1])
     assert command == ["dpzoo", "fit", "--config", str(plan), "--ckpt_path", str(checkpoint)]
     written = yaml.safe_load(plan.read_text())

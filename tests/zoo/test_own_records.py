@@ -182,7 +182,7 @@ def test_the_class_list_can_be_given_so_that_it_depends_on_no_image(tmp_path, ca
     data.setup()
     assert data.classes == ("dogs", "owls", "cats") and data.card_data()["classes"] == ["dogs", "owls", "cats"]
     assert sorted(data.train_set.labels.unique().tolist()) == [0, 2]
-    with pytest.raises(ImageFolderError, match=r"class folders \['dogs'\] that are not among the classes given"):
+    with pytest.raises(ImageFolderError, match=r"class folders dogs that are not among the classes given \(cats"):
         ImageFolderDataModule(str(photos), classes=["cats"])
     out = ["--out", str(tmp_path / "never")]
     assert main(["train", str(photos), "--method", "dp-merf", "--epsilon", "1", "--classes", "cats", *out]) == 2

@@ -103,8 +103,8 @@ def test_dpzoo_trains_card_command_names_every_option_given_and_no_local_path(tm
         classes=("cats", "dogs"),
     )
     assert everything.card_command() == (
-        "dpzoo train 'my photos' --method dp-merf --epsilon 3 --delta 1e-06 --max-steps 5 --convert pad --channels 1 "
-        "--image-size 28 --init-from my-base --license cc-by-4.0 --classes cats,dogs --max-time 10m"
+        "dpzoo train 'my photos' --method dp-merf --epsilon 3 --delta 1e-06 --max-steps 5 --max-time 10m "
+        "--license cc-by-4.0 --convert pad --channels 1 --image-size 28 --init-from my-base --classes cats,dogs"
     )
     plain = TrainRequest("photos", "dp-lflow", 1.0, init_from="dp-merf-cifar10-public-base")
     assert (

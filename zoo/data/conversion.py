@@ -126,6 +126,31 @@ def preprocessing_sentence(
     )
 
 
+#: images whose shorter side is at least this many times the read size's lose detail worth a line of the summary
+DOWNSCALED_BY = 1.5
+
+
+def downscale_sentence(facts: Sequence[ImageFacts], target: tuple[int, int], larger_size: int | None) -> str | None:
+    """For images read well below their own size: how much of their detail is lost, and ``larger_size`` (the side a
+    generator of any size could read them at instead), or None when no image loses much."""
+    factors = sorted(min(f.size) / min(target) for f in facts)
+    larger = [factor for factor in factors if factor >= DOWNSCALED_BY]
+    if not larger:
+        return None
+    median = larger[len(larger) // 2]
+    sentence = (
+        f"{counted(len(larger), 'image')} of {len(facts):,} {'are' if len(larger) > 1 else 'is'} at least "
+        f"{DOWNSCALED_BY:g}× larger than {pixels(target)} (typically {median:.1f}× each side): read at "
+        f"{pixels(target)}, detail finer than {median:.1f} pixels of the original is lost"
+    )
+    if larger_size is None:
+        return sentence
+    return (
+        f"{sentence}; --image-size {larger_size} keeps {larger_size / min(target):g}× more of each side, at about "
+        f"{(larger_size / min(target)) ** 2:g}× the time per step"
+    )
+
+
 def preprocessing_rule(target: tuple[int, int], channels: int, convert: str | None) -> str:
     """How every image is read at ``target`` size and ``channels`` under policy ``convert``, whichever images a
     folder holds: the rule, never what it did to how many."""

@@ -44,7 +44,7 @@ from zoo.data.folder_check import (
 )
 from zoo.data.folder_part import IMAGE_SUFFIXES, FolderPart, class_files, is_hidden
 from zoo.data.settings import CACHE_DIR_ENV, DataNotFoundError, cache_dir
-from zoo.errors import UserError
+from zoo.errors import DPZooWarning, UserError
 from zoo.privacy.record_index import KEY_BYTES, pixel_key
 
 Read = TypeVar("Read")
@@ -81,7 +81,7 @@ def folder_parts(root: str | Path, classes: Sequence[str] | None = None) -> tupl
         train, test = _part(root / "train", classes), _part(root / "test", classes)
         if test.classes != train.classes:
             raise ImageFolderError(
-                f"{root}: test/ has classes {list(test.classes)} but train/ has {list(train.classes)}; "
+                f"{root}: test/ has classes {', '.join(test.classes)} but train/ has {', '.join(train.classes)}; "
                 "both must hold the same class folders"
             )
         return train, test
@@ -91,7 +91,7 @@ def folder_parts(root: str | Path, classes: Sequence[str] | None = None) -> tupl
 def _check_classes(classes: Sequence[str]) -> tuple[str, ...]:
     names = tuple(classes)
     if not names or any(not isinstance(n, str) or not n or "/" in n for n in names) or len(set(names)) < len(names):
-        raise UserError(f"classes must be distinct class-folder names, at least one, got {list(names)!r}")
+        raise UserError(f"classes must be distinct class-folder names, at least one, got {', '.join(map(repr, names))}")
     return names
 
 
@@ -102,8 +102,8 @@ def _part(root: Path, given: tuple[str, ...] | None = None) -> FolderPart:
         outside = [name for name in found if name not in given]
         if outside:
             raise ImageFolderError(
-                f"{root} holds class folders {outside} that are not among the classes given ({list(given)}): "
-                "add them to the list, or move them out of the folder"
+                f"{root} holds class folders {', '.join(outside)} that are not among the classes given "
+                f"({', '.join(given)}): add them to the list, or move them out of the folder"
             )
     classes = found if given is None else given
     if not classes:
@@ -140,7 +140,7 @@ def warn_ignored(*parts: FolderPart | None) -> None:
     skipped silently)."""
     for part in filter(None, parts):
         if part.ignored:
-            warnings.warn(f"{part.root}: {ignored_line(part.ignored)}", stacklevel=3)
+            warnings.warn(f"{part.root}: {ignored_line(part.ignored)}", DPZooWarning, stacklevel=3)
 
 
 def subset(part: FolderPart, indices: Sequence[int]) -> FolderPart:
@@ -398,4 +398,6 @@ def _write_owner_only(path: Path, write: Callable[[Path], None], what: str) -> N
         os.chmod(partial, 0o600)
         partial.replace(path)
     except OSError as error:
-        warnings.warn(f"could not cache {what} in {path.parent} ({error}); set {CACHE_DIR_ENV}", stacklevel=4)
+        warnings.warn(
+            f"could not cache {what} in {path.parent} ({error}); set {CACHE_DIR_ENV}", DPZooWarning, stacklevel=4
+        )

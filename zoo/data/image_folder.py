@@ -26,7 +26,7 @@ from zoo.data.folders import (
     split_by_pixels,
     warn_ignored,
 )
-from zoo.errors import UserError
+from zoo.errors import DPZooWarning, UserError
 from zoo.privacy import record_index
 from zoo.privacy.sampling import poisson_loader
 from zoo.privacy.validation import check_sample_rate
@@ -166,7 +166,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
             self._split = split
             if split.duplicates:
                 head, *groups = self.duplicates
-                warnings.warn("\n  ".join([f"{self.root}: {head}", *groups]), stacklevel=3)
+                warnings.warn("\n  ".join([f"{self.root}: {head}", *groups]), DPZooWarning, stacklevel=3)
         return self._split
 
     @property

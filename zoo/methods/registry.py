@@ -44,7 +44,7 @@ def method_class(name: str) -> type[DPGenerativeModel]:
     try:
         return _METHODS[name]
     except KeyError:
-        raise UnknownModelError(f"unknown method {name!r}; known methods: {sorted(_METHODS)}") from None
+        raise UnknownModelError(f"unknown method {name!r}; known methods: {', '.join(sorted(_METHODS))}") from None
 
 
 def docs_page(name: str) -> str:

@@ -146,13 +146,18 @@ def flip_and_crop(images: Tensor, pad: int = 4) -> Tensor:
     return torch.stack([p[:, r : r + height, c : c + width] for p, r, c in zip(padded, rows, columns, strict=True)])
 
 
+#: the unit of a classifier's accuracy on the evaluation images' labels (``dpzoo evaluate`` prints the baseline of
+#: guessing beside each result in it)
+ACCURACY_UNIT = "% test accuracy"
+
+
 def accuracy_over_runs(accuracies: list[float]) -> dict[str, Any]:
     """Mean ± std of the test accuracies (%) of independent training runs, as an evaluation result."""
     return {
         "value": statistics.fmean(accuracies),
         "std": statistics.stdev(accuracies) if len(accuracies) > 1 else 0.0,
         "runs": accuracies,
-        "unit": "% test accuracy",
+        "unit": ACCURACY_UNIT,
     }
 
 

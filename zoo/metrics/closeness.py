@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 from torch_fidelity.feature_extractor_base import FeatureExtractorBase
 
+from zoo.errors import UserError
 from zoo.methods.contract import DPGenerativeModel
 from zoo.metrics.reference import ReferenceImages
 
@@ -143,7 +144,7 @@ class InceptionUnavailable(RuntimeError):
     """The offline FID Inception is not installed, and nothing may be downloaded."""
 
 
-class TooFewHeldOut(ValueError):
+class TooFewHeldOut(UserError, ValueError):
     """No class has enough held-out images for a closeness."""
 
 

@@ -60,7 +60,8 @@ def evaluator_for(dataset: str) -> Evaluator:
     for evaluator in evaluators():
         if evaluator.accepts is not None and evaluator.accepts(str(dataset)):
             return evaluator
-    raise UserError(f"unknown dataset {dataset!r}: known are {sorted(registered)}, or the path of an image folder")
+    known = ", ".join(sorted(registered))
+    raise UserError(f"unknown dataset {dataset!r}: known are {known}, or the path of an image folder")
 
 
 def evaluators() -> list[Evaluator]:

@@ -74,14 +74,16 @@ def evaluate(
     evaluator = evaluator_for(dataset)
     if metrics is None:
         if evaluator.default_metrics is None:
-            raise UserError(f"name the metrics to compute for {dataset}; known: {list(evaluator.metrics)}")
+            raise UserError(f"name the metrics to compute for {dataset}; known: {', '.join(evaluator.metrics)}")
         metrics = evaluator.default_metrics(dataset)
     unknown = [m for m in metrics if m not in evaluator.metrics]
     if unknown:
-        raise UserError(f"unknown metrics for {dataset} {unknown}; known: {list(evaluator.metrics)}")
+        raise UserError(f"unknown metrics for {dataset}: {', '.join(unknown)}; known: {', '.join(evaluator.metrics)}")
     foreign = sorted(set(options) - set(evaluator.options))
     if foreign:
-        raise UserError(f"options {foreign} do not apply to {dataset}; its options: {list(evaluator.options)}")
+        raise UserError(
+            f"options {', '.join(foreign)} do not apply to {dataset}; its options: {', '.join(evaluator.options)}"
+        )
     if isinstance(model_or_id, (str, Path)):
         model = load(model_or_id, device=target)
     else:

@@ -8,6 +8,7 @@ from typing import Any
 
 from zoo.data.images import IMAGE_DATASETS
 from zoo.methods import DPGenerativeModel
+from zoo.metrics.classifiers import ACCURACY_UNIT
 from zoo.metrics.computation import check_requested, compute
 from zoo.metrics.datasets import Evaluator, register_evaluator
 from zoo.metrics.image_computations import LENET_DATASETS
@@ -58,6 +59,8 @@ def evaluate_images(
         weights_path=feature_extractor_weights_path,
         audit_size=audit_size,
     )
+    results = compute(metrics, "images", run)
+    accuracies = [name for name, result in results.items() if result.get("unit") == ACCURACY_UNIT]
     return {
         "dataset": dataset,
         "reference": test.description,
@@ -65,7 +68,9 @@ def evaluate_images(
         "label": label,
         "num_samples": num_samples,
         "seed": seed,
-        "results": compute(metrics, "images", run),
+        "results": results,
+        # what the accuracies are read against, printed beside them (``record_evaluation`` keeps it off the card)
+        **({"label_baseline": {**test.guessing_baseline(), "metrics": accuracies}} if accuracies else {}),
     }
 
 

@@ -121,6 +121,7 @@ def record_evaluation(directory: str | Path, evaluation: dict[str, Any], command
     task_type = evaluator_for(evaluation["dataset"]).task_type
     evaluation = {**evaluation, "dataset": dataset_name(evaluation["dataset"])}
     figures = evaluation.pop("figures", {})
+    evaluation.pop("label_baseline", None)  # printed beside the accuracies: the test labels' shares, no metric
     previous = config.get("evaluation") or {}
     kept = previous if previous.get("details") and not replace else {}
     if kept:

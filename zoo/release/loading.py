@@ -143,7 +143,9 @@ def _snapshot(repo_id: str, looked: list[str]) -> Path:
             "or pass a local folder."
         ) from None
     except RepositoryNotFoundError:
-        raise UnknownModelError(f"no Hub repository {repo_id!r} (or it is private: pass a token)") from None
+        raise UnknownModelError(
+            f"no Hub repository {repo_id!r} (or it is private: set HF_TOKEN or run `hf auth login`)"
+        ) from None
 
 
 def load(name: str | Path, device: str | torch.device | None = None) -> DPGenerativeModel:

@@ -107,7 +107,7 @@ def metric_spec(name: str) -> Metric:
     """The metric declared as ``name``; ``UnknownMetricError`` names the known ones."""
     metrics = registered_metrics()
     if name not in metrics:
-        raise UnknownMetricError(f"unknown metric {name!r}; known: {list(metrics)}")
+        raise UnknownMetricError(f"unknown metric {name!r}; known: {', '.join(metrics)}")
     return metrics[name]
 
 

@@ -1,0 +1,146 @@
+"""The shape of a mean-embedding release, sized to the data before the release (issue 65).
+
+A class's released mean carries noise of norm σ·√d / n_c for d coordinates per class, so the richest feature map is
+the wrong one for a few hundred images per class: it buries the class means in noise. Each shape below is a set of
+changes to a method's recipe (fewer coordinates: each tap of the public network average-pooled to a small grid,
+fewer random features of the pixels) with its coordinate count d and the typical norm of one class's mean of its
+features, measured on public images (``experiments/forecast/shape_signals.py``). The rule (``choose_shape``) takes
+the richest shape whose forecast signal-to-noise reaches ``TARGET``, else the smallest; ``--release-size NAME``
+overrides it.
+
+The choice reads only what the data owner's summary already shows and what is public by convention for a release
+of this kind: the training images per class, ε and δ. It changes which features are released, never their bound:
+each shape's features keep norm ≤ 1 per record (``lightning_modules.nets.perceptual_features``), so the theorem of
+the method's release holds for every shape. A shape is named in the config the model records, and so on its card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the forecast signal-to-noise the rule asks of the smallest class
+TARGET = 3.0
+#: what the recipe itself releases (the shape the full-data models were chosen and shipped with)
+RECIPE = "full"
+
+
+@dataclass(frozen=True)
+class ReleaseShape:
+    """A release's shape for one method and kind of image: the recipe's model settings it changes, its
+    coordinates per class and its typical class-mean norm (measured on public images, see the module)."""
+
+    name: str
+    words: str
+    features: int
+    signal: float
+    changes: dict[str, Any] = field(default_factory=dict)
+
+
+def _mepf(pooled: int, pixels: int, **more: Any) -> dict[str, Any]:
+    return {"pool": pooled, "pixel_features": pixels, **more}
+
+
+#: keyed by (method, channels) of the recipe ``dpzoo train`` chooses, ordered richest first. DP-MEPF colour: the
+#: CIFAR-10 recipes (EfficientNet-Lite0 blocks 0-4, 272 channels; the smaller shapes read the network at the
+#: images' own 32×32, a quarter of the recipe's feature pass per step); grey: the MNIST recipes (blocks 1-4
+#: at 32×32, 256 channels); signals from python experiments/forecast/shape_signals.py (2,000 CIFAR-10 validation
+#: images of classes 0-4; 2,000 MNIST validation images).
+SHAPES: dict[tuple[str, int], tuple[ReleaseShape, ...]] = {
+    ("dp-mepf", 3): (
+        ReleaseShape(
+            RECIPE,
+            "the taps' spatial layout kept at 64×64 input, 10,000 pixel features",
+            38_160,
+            0.690,
+            _mepf(0, 10_000, input_size=64),
+        ),
+        ReleaseShape(
+            "grid4",
+            "each tap pooled to 4×4 at 32×32 input, 2,000 pixel features",
+            4_048,
+            0.767,
+            _mepf(4, 2_000, input_size=32),
+        ),
+        ReleaseShape(
+            "grid2",
+            "each tap pooled to 2×2 at 32×32 input, 1,000 pixel features",
+            2_088,
+            0.789,
+            _mepf(2, 1_000, input_size=32),
+        ),
+        ReleaseShape(
+            "pooled",
+            "each tap averaged over its layout at 32×32 input, 250 pixel features",
+            522,
+            0.812,
+            _mepf(1, 250, input_size=32),
+        ),
+    ),
+    ("dp-mepf", 1): (
+        ReleaseShape(RECIPE, "the taps' spatial layout kept, 10,000 pixel features", 12_944, 0.861, _mepf(0, 10_000)),
+        ReleaseShape("grid2", "each tap pooled to 2×2, 1,000 pixel features", 2_024, 0.886, _mepf(2, 1_000)),
+        ReleaseShape("pooled", "each tap averaged over its layout, 250 pixel features", 506, 0.898, _mepf(1, 250)),
+    ),
+    # DP-MERF's one shape (10,000 random Fourier features), measured on the named datasets' test images before
+    # the shapes were (experiments/forecast/class_mean_norms.py)
+    ("dp-merf", 3): (ReleaseShape(RECIPE, "10,000 random Fourier features", 10_000, 0.662, {"features": 10_000}),),
+    ("dp-merf", 1): (ReleaseShape(RECIPE, "10,000 random Fourier features", 10_000, 0.376, {"features": 10_000}),),
+}
+
+
+def shape_of(method: str, channels: int, settings: dict[str, Any]) -> ReleaseShape | None:
+    """The shape whose changes ``settings`` (a model's hyperparameters) carry; None for a release of another shape."""
+    matching = [s for s in shapes_for(method, channels) if all(settings.get(k) == v for k, v in s.changes.items())]
+    return matching[0] if matching else None
+
+
+def shapes_for(method: str, channels: int) -> tuple[ReleaseShape, ...]:
+    """The shapes a release of ``method`` on ``channels``-channel images may take (none: it is not sized)."""
+    return SHAPES.get((method, channels), ())
+
+
+def shape_names(method: str) -> list[str]:
+    """Every shape name ``--release-size`` accepts for ``method``, whatever the images."""
+    names = [shape.name for (owner, _), shapes in SHAPES.items() if owner == method for shape in shapes]
+    return list(dict.fromkeys(names))
+
+
+def signal_to_noise(shape: ReleaseShape, sigma: float, smallest: int) -> float:
+    """The forecast signal-to-noise of the smallest class's mean: signal·n_c / (σ·√d)."""
+    return shape.signal * smallest / (sigma * shape.features**0.5)
+
+
+@dataclass(frozen=True)
+class ShapeChoice:
+    shape: ReleaseShape
+    #: why, in one line for the summary
+    reason: str
+    #: another shape than the recipe's own, so the recipe's settings change
+    resized: bool
+
+
+def choose_shape(
+    method: str, channels: int, sigma: float, images_per_class: Sequence[int], asked: str | None = None
+) -> ShapeChoice | None:
+    """The release's shape for classes of ``images_per_class`` training images at noise multiplier ``sigma``: the
+    ``asked`` one (``--release-size``), else the richest whose forecast reaches ``TARGET``, else the smallest; None
+    for a method whose release has one shape only."""
+    shapes = shapes_for(method, channels)
+    if len(shapes) < 2 or not images_per_class:
+        return None
+    smallest = min(images_per_class)
+    forecasts = ", ".join(f"{s.name} {signal_to_noise(s, sigma, smallest):.2g}" for s in shapes)
+    if asked is not None:
+        (shape,) = [s for s in shapes if s.name == asked]
+        reason = f"as asked (--release-size); forecast signal-to-noise by shape: {forecasts}"
+        return ShapeChoice(shape, reason, shape != shapes[0])
+    reaching = [s for s in shapes if signal_to_noise(s, sigma, smallest) >= TARGET]
+    shape = reaching[0] if reaching else shapes[-1]
+    why = (
+        f"the richest shape whose forecast reaches {TARGET:g}"
+        if reaching
+        else f"the smallest shape, as none reaches {TARGET:g}"
+    )
+    return ShapeChoice(shape, f"{why} with {smallest:,} images in the smallest class ({forecasts})", shape != shapes[0])
