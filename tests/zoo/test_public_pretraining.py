@@ -6,11 +6,13 @@ import re
 from pathlib import Path
 
 import pytest
+import pytorch_lightning as pl
 import torch
 
 import zoo
 from lightning_modules import DPMERF
 from tests.folders import write_image_folder
+from tests.toys import StopAfter
 from zoo.base_weights import load_base
 from zoo.cli import main
 from zoo.data import ImageFolderDataModule, PublicData
@@ -219,3 +221,15 @@ def test_a_recipe_that_names_an_image_folder_keeps_its_data_settings(folders, tm
     assert main(["fit", "--config", str(recipe), *TINY_MERF, *from_scratch]) == 0
     (entry,) = json.loads((folder / "config.json").read_text())["privacy_ledger"]["entries"]
     assert entry["dataset_id"].startswith("local:") and "validation=0.25" in entry["dataset_id"]
+
+
+def test_public_pretraining_resumes_from_its_checkpoint_instead_of_starting_again(folders, tmp_path):
+    checkpoint = tmp_path / "stopped.ckpt"
+    pretrain_public(tiny_merf(), declared(folders[0]), max_steps=6, callbacks=[StopAfter(checkpoint, 2)], **QUIET)
+    steps = []
+    counting = pl.Callback()
+    counting.on_train_batch_end = lambda trainer, *args: steps.append(trainer.global_step)
+    resumed = pretrain_public(
+        tiny_merf(), declared(folders[0]), max_steps=6, callbacks=[counting], ckpt_path=str(checkpoint), **QUIET
+    )
+    assert resumed.trainer.global_step == 6 and steps == [3, 4, 5, 6]

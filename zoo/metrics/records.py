@@ -16,20 +16,18 @@ from typing import Any
 import torch
 
 from zoo.errors import TargetExistsError
+from zoo.evaluate_request import DEFAULT_DEVICE, EvaluateRequest
 from zoo.metrics.datasets import evaluator_for
 from zoo.metrics.evaluate import evaluate
 from zoo.metrics.reference import TRAIN, check_held_out, dataset_name, training_split_reason
 from zoo.privacy import PrivacyLedger
 from zoo.release.cards import model_card
 from zoo.release.evaluation_results import card_results
-from zoo.release.layout import CARD_NAME, command_line, load_config, write_config
+from zoo.release.layout import CARD_NAME, load_config, write_config
 from zoo.release.loading import resolve
 from zoo.release.publication import check_publishable, check_reference_publishable
 from zoo.release.registry import default_load_name
 from zoo.release.staging import staged
-
-#: the ``dpzoo evaluate`` flag of an option whose flag is not its name with ``-`` for ``_``
-FLAGS = {"feature_extractor_weights_path": "--feature-extractor-weights"}
 
 
 def evaluate_into_card(
@@ -62,32 +60,25 @@ def evaluate_into_card(
     evaluation = evaluate(
         folder, dataset, metrics=metrics, num_samples=num_samples, seed=seed, figures=True, device=device, **options
     )
-    settings = {
-        "reference": _folder_name(reference) if reference else None,
-        "metrics": ",".join(metrics) if metrics else None,
-        "num_samples": num_samples,
-        "seed": seed or None,
-        "device": None if device is None or str(device) == "cpu" else str(device),
-        **{name: value for name, value in options.items() if name != "reference"},
-        "write_card": True,
-        "replace_evaluation": replace,
-    }
-    record_evaluation(folder, evaluation, _card_command(model, dataset, settings), replace)
+    weights = options.get("feature_extractor_weights_path")
+    command = EvaluateRequest(
+        str(model),
+        dataset,
+        reference,
+        ",".join(metrics) if metrics else None,
+        label,
+        num_samples,
+        options.get("split"),
+        options.get("runs"),
+        options.get("epochs"),
+        seed,
+        str(weights) if weights else None,
+        DEFAULT_DEVICE if device is None else str(device),
+        write_card=True,
+        replace_evaluation=replace,
+    ).card_command()
+    record_evaluation(folder, evaluation, command, replace)
     return evaluation
-
-
-def _card_command(model: str | Path, dataset: str, settings: dict[str, Any]) -> str:
-    """The ``dpzoo evaluate`` command that repeats an evaluation, as a card records it: folders by their names,
-    settings left at their defaults (None) left out."""
-    flags = {FLAGS.get(name, f"--{name.replace('_', '-')}"): value for name, value in settings.items()}
-    return command_line(("dpzoo", "evaluate", _folder_name(str(model))), {"--dataset": _folder_name(dataset), **flags})
-
-
-def _folder_name(argument: str) -> str:
-    """A folder as a card records it: by its name alone, as ``dpzoo train`` records its folder, so that the
-    card holds no path of this machine; anything else as it is."""
-    path = Path(argument).expanduser()
-    return path.resolve().name if path.is_dir() else argument
 
 
 def check_card_takes(directory: str | Path, protocol: dict[str, Any], replace: bool = False) -> None:
