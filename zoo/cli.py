@@ -116,7 +116,7 @@ recipe's classes follows (listed by Lightning):
 def _fit(argv: list[str]) -> int:
     """``dpzoo fit ARGS``: the recipe parsed from the command line, run with the options among its settings and the
     command line itself as its provenance; a folder's fixes spelled as ``dpzoo fit`` takes them."""
-    if {"-h", "--help"} & set(argv):
+    if "-h" in argv or "--help" in argv:
         print(FIT_USAGE, flush=True)
     from zoo.data.folder_check import FolderProblems
     from zoo.fit import run_recipe

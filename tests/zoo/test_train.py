@@ -227,7 +227,7 @@ def test_max_time_trains_as_many_steps_as_fit_and_says_how_many(cleaned, tiny_re
     steps = int(re.search(r"--max-time 2s: the last stage trained ([\d,]+) of the 2,500 planned steps", printed)[1])
     assert 0 < steps < 2500
     assert re.search(r"--max-time stops it after about [\d,]+ of the 2,500 steps", printed)  # said before training
-    assert json.loads((out / "config.json").read_text())["recipe"]["command"].endswith("--max-time 2s")
+    assert "--max-time 2s" in json.loads((out / "config.json").read_text())["recipe"]["command"]
 
 
 def test_a_duration_is_read_in_seconds_and_a_bad_one_refused():
