@@ -5,22 +5,14 @@ an evaluation (``zoo.metrics.records``). Torch-free."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from zoo.request_options import card_command, option
+from zoo.request_options import card_command, folder_name, option
 
 #: the sampling and classifier seed when none is given
 DEFAULT_SEED = 0
 #: where the model samples when no device is given
 DEFAULT_DEVICE = "cpu"
-
-
-def folder_name(argument: str) -> str:
-    """A folder as a card records it: by its name alone, as ``dpzoo train`` records its folder, so that the card
-    holds no path of this machine; anything else as it is."""
-    path = Path(argument).expanduser()
-    return path.resolve().name if path.is_dir() else argument
 
 
 @dataclass(frozen=True)

@@ -242,10 +242,12 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
     problems = class_problems(train_part, trained, request.method, conditional)
     if problems:
         raise FolderProblems(problems, parts, train_flag)
-    sigma = release_sigma(request.epsilon, request.delta)
-    counts = [trained[label] for label in range(len(train_part.classes))]
-    shape = choose_shape(request.method, used_channels, sigma, counts, request.release_size)
-    base = _base_choice(request, used_channels, choice.size, sigma, counts)
+    shape, base = None, None
+    if shapes_for(request.method, used_channels):  # a mean-embedding release: its σ, for the shape and the base
+        sigma = release_sigma(request.epsilon, request.delta)
+        counts = [trained[label] for label in range(len(train_part.classes))]
+        shape = choose_shape(request.method, used_channels, sigma, counts, request.release_size)
+        base = _base_choice(request, used_channels, choice.size, sigma, counts)
     return FolderPlan(root, inspected, choice, used_channels, split, trained, shape, base)
 
 
@@ -264,10 +266,9 @@ def _base_choice(
     used where it takes the folder's images and this machine can check the folder is not among its public data,
     proposed with the flags that use it otherwise; None where no base applies or one is given or refused."""
     base = base_for(request.method, channels)
-    shapes = shapes_for(request.method, channels)
-    if request.init_from or request.no_base or base is None or not shapes:
+    if request.init_from or request.no_base or base is None:
         return None
-    if signal_to_noise(shapes[0], sigma, min(counts)) >= CLEAR:
+    if signal_to_noise(shapes_for(request.method, channels)[0], sigma, min(counts)) >= CLEAR:
         return None
     try:
         resolve(base.model_id)

@@ -12,11 +12,12 @@ summary; it is printed for them and never published.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.release_shapes import TARGET, shape_of, shapes_for
+from zoo.release_shapes import TARGET, forecast_ratio, shape_of, shapes_for
 
 #: below this signal-to-noise the release is mostly noise; above CLEAR, noise is a small part of it (the signal-to-noise
 #: ``dpzoo train`` sizes a release to reach)
@@ -59,7 +60,7 @@ def mean_embedding_forecast(
     signal = shape.signal
     sigma = release_sigma(epsilon, delta)
     smallest = min(images_per_class)
-    ratio = signal * smallest / (sigma * features**0.5)
+    ratio = forecast_ratio(signal, features, sigma, smallest)
     verdict = _verdict(ratio)
     lines = [
         f"forecast: at ε = {epsilon:g} each class's mean carries noise of norm {sigma * features**0.5 / smallest:.3g} "
@@ -79,8 +80,10 @@ def mean_embedding_forecast(
     return Forecast(ratio, tuple(lines))
 
 
+@functools.cache
 def release_sigma(epsilon: float, delta: float) -> float:
-    """The noise multiplier of the one Gaussian release (sensitivity 1) that spends (ε, δ), by PRV."""
+    """The noise multiplier of the one Gaussian release (sensitivity 1) that spends (ε, δ), by PRV (computed once per
+    (ε, δ): the plan's shape choice and the forecast before training ask for the same)."""
     from zoo.privacy.accounting import calibrate_noise_multiplier
 
     return calibrate_noise_multiplier(epsilon, delta, 1.0, 1, "prv", [])

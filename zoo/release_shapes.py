@@ -107,9 +107,14 @@ def shape_names(method: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def forecast_ratio(signal: float, features: int, sigma: float, smallest: int) -> float:
+    """The forecast signal-to-noise of the smallest class's mean: signal·n_c / (σ·√d) for d released features."""
+    return signal * smallest / (sigma * features**0.5)
+
+
 def signal_to_noise(shape: ReleaseShape, sigma: float, smallest: int) -> float:
-    """The forecast signal-to-noise of the smallest class's mean: signal·n_c / (σ·√d)."""
-    return shape.signal * smallest / (sigma * shape.features**0.5)
+    """``forecast_ratio`` of a release of ``shape``."""
+    return forecast_ratio(shape.signal, shape.features, sigma, smallest)
 
 
 @dataclass(frozen=True)

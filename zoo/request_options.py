@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from zoo.release.layout import command_line
@@ -36,6 +37,13 @@ class Option:
 
     def flag(self, name: str) -> str:
         return name if self.positional else f"--{name.replace('_', '-')}"
+
+
+def folder_name(argument: str) -> str:
+    """A folder argument as a card records it: by its name alone, so that the card holds no path of this machine;
+    anything else (a model id, a named dataset, ``hf-hub:org/name``) as it is."""
+    path = Path(argument).expanduser()
+    return path.resolve().name if path.is_dir() else argument
 
 
 def option(help: str, default: Any = dataclasses.MISSING, **how: Any) -> Any:

@@ -9,16 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.front_checks import DEFAULT_DELTA, check_train
-from zoo.request_options import card_command, option
+from zoo.request_options import card_command, folder_name, option
 
 
 def _folder_name(folder: str) -> str:
+    """The image folder by its name, whether or not it exists yet (``folder_name`` keeps what is no folder as it
+    is, for ids): a card never holds its path."""
     return Path(folder).expanduser().resolve().name
-
-
-def _base_name(init_from: str) -> str:
-    """A base folder by its name (no local path); an id as it is."""
-    return Path(init_from).name if Path(init_from).exists() else init_from
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ class TrainRequest:
     )
     channels: int | None = option("read all images as grey (1) or RGB (3)", None, parse=int, choices=(1, 3))
     image_size: int | None = option("read images at this side (default: their own)", None, parse=int)
-    init_from: str | None = option("start from this model's weights (a base's id or folder)", None, spell=_base_name)
+    init_from: str | None = option("start from this model's weights (a base's id or folder)", None, spell=folder_name)
     #: the folder shares no image with the base's public data, where this machine cannot check it (on the card)
     assume_disjoint: bool = option(
         "state that the folder shares no image with the public data of the --init-from base, where this machine "
