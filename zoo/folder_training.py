@@ -422,8 +422,8 @@ def _before_training(
         say(f"  at most: the fit ends once its objective stops moving (read every {flat.window} steps)")
     if estimate and estimate.seconds > LONG_RUN:
         say(
-            "  over an hour: --max-time 30m trains as many steps as fit in 30 minutes, --max-steps N fewer steps, "
-            "and a public base (--init-from) needs fewer steps to fit; Ctrl-C saves the run to resume later"
+            "  over an hour: --max-time 30m trains as many steps as fit in 30 minutes, --max-steps N fewer steps; "
+            "Ctrl-C saves the run to resume later"
         )
     bound = (trainer_options.get("max_time") or {}).get("seconds")
     if estimate and bound and estimate.seconds > bound:
