@@ -9,11 +9,22 @@ import shlex
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from zoo.audit_command import add_audit_parser
-from zoo.errors import DPZooWarning, TargetExistsError, UserError
+from zoo.command_requests import (
+    IMAGE_SUFFIXES,
+    ROW_SUFFIXES,
+    CardRequest,
+    ListRequest,
+    ModelCardsRequest,
+    PushRequest,
+    SampleRequest,
+    refuse_existing,
+)
+from zoo.errors import DPZooWarning, UserError
 from zoo.evaluate_request import EvaluateRequest
 from zoo.request_options import add_arguments, request_from
 from zoo.train_request import TrainRequest
@@ -21,9 +32,6 @@ from zoo.train_request import TrainRequest
 if TYPE_CHECKING:
     import torch
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
-ROW_SUFFIXES = (".csv", ".npy", ".png")
-DEVICE_HELP = "cpu (default), cuda, cuda:N, mps, or auto (cuda when there is one): where the model samples"
 #: the exit status of a command ended by Ctrl-C, as the shell gives it (128 + SIGINT)
 INTERRUPTED = 130
 
@@ -38,11 +46,11 @@ LIST_LEGEND = (
 )
 
 
-def _list(args: argparse.Namespace) -> int:
+def _list(request: ListRequest) -> int:
     """Reads the guarantee each config.json states (no accountant runs, no torch is imported) unless --verify."""
     from zoo.release.loading import list_models
 
-    models = list_models(verify=args.verify)
+    models = list_models(verify=request.verify)
     if not models:
         print("no models yet: train one with `dpzoo fit --config configs/<recipe>.yaml`")
         return 0
@@ -55,7 +63,7 @@ def _list(args: argparse.Namespace) -> int:
     for row in [header, *rows]:
         print("".join(f"{cell:<{width}}" for cell, width in zip(row[:-1], widths, strict=True)) + row[-1])
     print("\n".join(LIST_LEGEND))
-    return _report_verification(models) if args.verify else 0
+    return _report_verification(models) if request.verify else 0
 
 
 def _cell(column: str, metrics: dict[str, float]) -> str:
@@ -89,14 +97,7 @@ def _report_verification(models: list[dict]) -> int:
     return 0
 
 
-def _refuse_existing(path: Path, option: str, overwrite: bool) -> None:
-    """Before any work: a file the command would write is never replaced unless ``--overwrite`` says so."""
-    if path.exists() and not overwrite:
-        raise TargetExistsError(f"{option} {path} exists: pass --overwrite to replace it, or choose another path")
-
-
-def _train(args: argparse.Namespace) -> int:
-    request = request_from(args, TrainRequest)
+def _train(request: TrainRequest) -> int:
     target = request.check()
     from zoo.folder_training import train_checked  # torch and Lightning: only once the options are good
 
@@ -155,29 +156,23 @@ def _until_interrupted(command: str, run: Callable[[], object]) -> int:
     return 0
 
 
-def _sample(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    if out.suffix.lower() not in {*IMAGE_SUFFIXES, *ROW_SUFFIXES}:
-        raise UserError(
-            f"--out must end in {', '.join(IMAGE_SUFFIXES)} (a picture) or, for table models, "
-            f"{', '.join(ROW_SUFFIXES)} (rows); got {out.suffix or 'no suffix'!r}"
-        )
-    _refuse_existing(out, "--out", args.overwrite)
+def _sample(request: SampleRequest) -> int:
+    out = request.check()
     from zoo.front_checks import check_labels, parse_labels
     from zoo.release.layout import load_config
     from zoo.release.loading import load, resolve
 
-    labels = parse_labels(args.labels) if args.labels else None
-    folder = resolve(args.model)  # an unknown id, and labels the model lacks, before torch and the weights
-    check_labels(labels, args.n, load_config(folder))
-    model = load(folder, device=_device(args.device))
-    samples = model.sample(args.n, labels=labels, seed=args.seed)
+    labels = parse_labels(request.labels) if request.labels else None
+    folder = resolve(request.model)  # an unknown id, and labels the model lacks, before torch and the weights
+    check_labels(labels, request.n, load_config(folder))
+    model = load(folder, device=_device(request.device))
+    samples = model.sample(request.n, labels=labels, seed=request.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     if model.sample_kind == "rows":
         _write_rows(samples, out)
     else:
-        _write_images(samples, out, args.nrow or model.num_classes or 8)
-    print(f"wrote {args.n} samples of {args.model} to {out}")
+        _write_images(samples, out, request.nrow or model.num_classes or 8)
+    print(f"wrote {request.n} samples of {request.model} to {out}")
     for line in model.privacy_ledger.summary_lines():
         print(line)
     evaluation = (model.pretrained_config or {}).get("evaluation")
@@ -225,16 +220,15 @@ def _write_rows(rows: torch.Tensor, out: Path) -> None:
         raise UserError(f"table rows are written as {', '.join(ROW_SUFFIXES)}, not {out.suffix!r}")
 
 
-def _evaluate(args: argparse.Namespace) -> int:
+def _evaluate(request: EvaluateRequest) -> int:
     import json
 
     from zoo.front_checks import check_label, own_dataset
     from zoo.release.layout import load_config
     from zoo.release.loading import resolve
 
-    request = request_from(args, EvaluateRequest)
     if request.json:
-        _refuse_existing(Path(request.json), "--json", request.overwrite)
+        refuse_existing(Path(request.json), "--json", request.overwrite)
     folder = resolve(request.model)  # an unknown id, a missing dataset or a label the model lacks: before torch
     config = load_config(folder)
     dataset = request.dataset or own_dataset(config, request.model)
@@ -280,19 +274,19 @@ def _guessing_line(baseline: dict[str, Any]) -> str:
     return f"(baseline: {guessed}; chance {chance:.1f})"
 
 
-def _card(args: argparse.Namespace) -> int:
+def _card(request: CardRequest) -> int:
     from zoo.release.cards import model_card
     from zoo.release.layout import CARD_NAME, load_config
     from zoo.release.registry import default_load_name
 
-    folder = Path(args.folder)
+    folder = Path(request.folder)
     config = load_config(folder)
     model_card(config, default_load_name(config["model_id"], folder)).save(folder / CARD_NAME)
     print(f"wrote {folder / CARD_NAME}")
     return 0
 
 
-def _model_cards(args: argparse.Namespace) -> int:
+def _model_cards(request: ModelCardsRequest) -> int:
     """MODEL_CARDS.md beside the checkpoints and, when they are the packaged ones, the model index's digests of
     their config.json (``zoo.release.registry``)."""
     from zoo.release.index import model_cards_index
@@ -300,7 +294,7 @@ def _model_cards(args: argparse.Namespace) -> int:
 
     target = checkpoints_dir().parent / "MODEL_CARDS.md"
     content = model_cards_index(checkpoints_dir())
-    if args.check:
+    if request.check:
         return _check_model_cards(target, content)
     target.write_text(content)
     print(f"wrote {target}")
@@ -324,14 +318,15 @@ def _check_model_cards(target: Path, content: str) -> int:
     return 0
 
 
-def _push(args: argparse.Namespace) -> int:
-    from zoo.release.hub_access import publishing_token
+def _push(request: PushRequest) -> int:
+    from zoo.release.hub_access import check_reachable, publishing_token
     from zoo.release.loading import resolve
 
-    folder, token = resolve(args.model), publishing_token(args.token)  # both before torch and the upload
+    folder, token = resolve(request.model), publishing_token(request.token)  # all before torch and the upload
+    check_reachable(token)
     from zoo.release.hub import push_folder
 
-    print(push_folder(folder, args.repo, token=token, private=args.private))
+    print(push_folder(folder, request.repo, token=token, private=request.private))
     return 0
 
 
@@ -348,82 +343,35 @@ def _metric_names() -> str:
     return "; ".join(lines) + f". Local diagnostics (never on a card): {', '.join(LOCAL_DIAGNOSTICS)}."
 
 
+@dataclass(frozen=True)
+class Command:
+    """One ``dpzoo`` subcommand: its request's fields are its options (``zoo.request_options``), and ``run`` takes
+    the request the command line gives. ``fill`` completes help texts that name what needs a registry read."""
+
+    name: str
+    help: str
+    request: type
+    run: Callable[[Any], int]
+    description: str | None = None
+    fill: Callable[[], dict[str, str]] = dict
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dpzoo", description="Differentially private generative models for PyTorch Lightning."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    listing = commands.add_parser("list", help="list model ids with method, guarantee, FID, CAS and dataset")
-    listing.add_argument(
-        "--verify",
-        action="store_true",
-        help="recompute each guarantee from its privacy ledger (slow) and fail if a config.json states another",
-    )
-    listing.set_defaults(run=_list)
-
-    commands.add_parser(
-        "fit",
-        help="train a method from a YAML recipe (LightningCLI; `dpzoo fit --help` for its options)",
-        add_help=False,
-    )
-
-    train = commands.add_parser(
-        "train",
-        help="train a method on your image folder: the recipe chosen for its images, a summary first, ε after",
-        description="Train METHOD privately on an image folder (FOLDER/<class>/*, or FOLDER/train + FOLDER/test). "
-        "The folder is checked once (every problem and its fix at once), the method's recipe in configs/ is "
-        "chosen for its images (colour: CIFAR-10's, grey: MNIST's), and a summary with an estimated time is "
-        "printed before training; a folder without test/ keeps 10% of each class out of training for "
-        "`dpzoo evaluate`. Experts: `dpzoo fit --config RECIPE --images FOLDER`.",
-    )
-    add_arguments(train, TrainRequest)
-    train.set_defaults(run=_train)
-
-    sample = commands.add_parser("sample", help="write a sample grid (images) or rows (tables) from a model")
-    sample.add_argument("model", help="model id, folder, or hf-hub:org/name")
-    sample.add_argument("--n", type=int, default=64, help="number of samples (default: 64)")
-    sample.add_argument(
-        "--out",
-        default="samples.png",
-        help=f"a picture ({', '.join(IMAGE_SUFFIXES)}: a grid of images, or for tables a scatter/histogram); "
-        "table rows also as .csv (with a header) or .npy (default: samples.png)",
-    )
-    sample.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
-    sample.add_argument("--labels", default=None, help="comma-separated class per sample (class-conditional models)")
-    sample.add_argument(
-        "--nrow", type=int, default=None, help="images per grid row (default: one per class, or 8 when unconditional)"
-    )
-    sample.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
-    sample.add_argument("--device", default="cpu", help=DEVICE_HELP)
-    sample.set_defaults(run=_sample)
-
-    evaluate = commands.add_parser("evaluate", help="evaluate a model: torch-fidelity metrics, CAS, densities")
-    add_arguments(evaluate, EvaluateRequest, metric_names=_metric_names())
-    evaluate.set_defaults(run=_evaluate)
-
-    card = commands.add_parser("card", help="regenerate a model folder's README.md card from its config.json")
-    card.add_argument("folder", help="a model folder in Hub layout")
-    card.set_defaults(run=_card)
-
-    cards = commands.add_parser(
-        "model-cards",
-        help="regenerate MODEL_CARDS.md and the model index's config.json digests (zoo.load checks them) from "
-        "checkpoints/",
-    )
-    cards.add_argument(
-        "--check", action="store_true", help="only check that MODEL_CARDS.md and the digests are up to date"
-    )
-    cards.set_defaults(run=_model_cards)
-
-    push = commands.add_parser("push", help="upload a model folder to the Hugging Face Hub")
-    push.add_argument("model", help="model id or folder")
-    push.add_argument("repo", help="Hub repository, org/name (as zoo.push_to_hub takes it)")
-    push.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
-    push.add_argument("--private", action="store_true", help="create the repository as private")
-    push.set_defaults(run=_push)
+    commands.add_parser("fit", help=FIT_HELP, add_help=False)  # parsed by LightningCLI (``_fit``): listed for --help
+    for command in COMMANDS:
+        subparser = commands.add_parser(command.name, help=command.help, description=command.description)
+        add_arguments(subparser, command.request, **command.fill())
+        subparser.set_defaults(run=_running(command))
     add_audit_parser(commands)
     return parser
+
+
+def _running(command: Command) -> Callable[[argparse.Namespace], int]:
+    return lambda args: command.run(request_from(args, command.request))
 
 
 #: warnings from inside the libraries that say nothing a dpzoo user could act on, each silenced where it is raised
@@ -466,6 +414,43 @@ def _command_warnings(command: str | None) -> Iterator[None]:
 
         warnings.showwarning = show
         yield
+
+
+FIT_HELP = "train a method from a YAML recipe (LightningCLI; `dpzoo fit --help` for its options)"
+TRAIN_DESCRIPTION = (
+    "Train METHOD privately on an image folder (FOLDER/<class>/*, or FOLDER/train + FOLDER/test). The folder is "
+    "checked once (every problem and its fix at once), the method's recipe in configs/ is chosen for its images "
+    "(colour: CIFAR-10's, grey: MNIST's), and a summary with an estimated time is printed before training; a folder "
+    "without test/ keeps 10% of each class out of training for `dpzoo evaluate`. Experts: `dpzoo fit --config RECIPE "
+    "--images FOLDER`."
+)
+#: every subcommand but ``fit`` (LightningCLI's) and ``audit`` (``zoo.audit_command``), in the order --help lists them
+COMMANDS = (
+    Command("list", "list model ids with method, guarantee, FID, CAS and dataset", ListRequest, _list),
+    Command(
+        "train",
+        "train a method on your image folder: the recipe chosen for its images, a summary first, ε after",
+        TrainRequest,
+        _train,
+        TRAIN_DESCRIPTION,
+    ),
+    Command("sample", "write a sample grid (images) or rows (tables) from a model", SampleRequest, _sample),
+    Command(
+        "evaluate",
+        "evaluate a model: torch-fidelity metrics, CAS, densities",
+        EvaluateRequest,
+        _evaluate,
+        fill=lambda: {"metric_names": _metric_names()},
+    ),
+    Command("card", "regenerate a model folder's README.md card from its config.json", CardRequest, _card),
+    Command(
+        "model-cards",
+        "regenerate MODEL_CARDS.md and the model index's config.json digests (zoo.load checks them) from checkpoints/",
+        ModelCardsRequest,
+        _model_cards,
+    ),
+    Command("push", "upload a model folder to the Hugging Face Hub", PushRequest, _push),
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

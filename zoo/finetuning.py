@@ -10,6 +10,7 @@ import pytorch_lightning as pl
 from zoo.base_weights import check_base, note_in_ledger, start_from
 from zoo.methods import DPGenerativeModel
 from zoo.privacy import DPBudget
+from zoo.privacy.parameters import DEFAULT_DELTA
 from zoo.release.loading import load
 from zoo.shapes import model_for_data
 from zoo.training import train
@@ -19,7 +20,7 @@ def finetune(
     model_or_id: DPGenerativeModel | str | Path,
     datamodule: pl.LightningDataModule,
     target_epsilon: float,
-    delta: float = 1e-5,
+    delta: float = DEFAULT_DELTA,
     max_steps: int = 300,
     max_grad_norm: float | None = None,
     accountant: str = "prv",

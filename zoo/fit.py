@@ -31,7 +31,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -45,7 +45,7 @@ from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import Budget
 from zoo.privacy.ddp import check_buffer_sync
 from zoo.recipe_cli import Recipe
-from zoo.release.hub import check_save_target, save_pretrained
+from zoo.release.hub import build_config, check_save_target, write_model_folder
 from zoo.release.loading import load
 from zoo.run_plan import Provenance, RunOptions
 from zoo.shapes import DataShapeError, data_arguments_of, model_for_data
@@ -141,15 +141,25 @@ def resume_command(checkpoint: Path) -> str:
     return f"dpzoo fit --config {shlex.quote(str(recipe))} --ckpt_path {shlex.quote(str(checkpoint))}"
 
 
+@dataclass(frozen=True)
+class TrainedRun:
+    """What ``run_recipe`` trained, and where it saved it with what config.json (None: not saved, or not on this
+    rank), so that a front end reads nothing back that the run just wrote."""
+
+    model: DPGenerativeModel
+    folder: Path | None = None
+    config: dict[str, Any] | None = None
+
+
 def run_recipe(
     recipe: Recipe,
     options: RunOptions,
     provenance: Provenance,
     before_training: BeforeTraining | None = None,
-) -> DPGenerativeModel:
+) -> TrainedRun:
     """Train ``recipe``'s model on its data under its budget (public data: pretrain without one), starting from
     ``options.init_from`` or resuming ``options.ckpt_path`` where given, and save it in ``options.save_pretrained``
-    (if given) with ``provenance`` on its card; returns the model. Every check that needs no training (the save
+    (if given) with ``provenance`` on its card. Every check that needs no training (the save
     target, DDP's buffers, the model against the data, the base) comes before any. Ctrl-C raises
     ``TrainingInterrupted`` (the module docstring)."""
     with Interruption() as interruption:
@@ -187,8 +197,8 @@ def run_recipe(
         if reinitialised:
             note_in_ledger(model.privacy_ledger, since, reinitialised)
         if options.save_pretrained and rank_zero_only.rank == 0:
-            _save(model, recipe, options, provenance)
-        return model
+            return _save(model, recipe, options, provenance)
+        return TrainedRun(model)
 
 
 def _resumable_plan(recipe: Recipe, options: RunOptions, provenance: Provenance) -> dict[str, Any]:
@@ -204,20 +214,21 @@ def _resumable_plan(recipe: Recipe, options: RunOptions, provenance: Provenance)
     return plan
 
 
-def _save(model: DPGenerativeModel, recipe: Recipe, options: RunOptions, provenance: Provenance) -> None:
+def _save(model: DPGenerativeModel, recipe: Recipe, options: RunOptions, provenance: Provenance) -> TrainedRun:
     assert options.save_pretrained is not None
+    folder = check_save_target(options.save_pretrained, options.overwrite)
     card_data = getattr(recipe.data, "card_data", None)  # an image folder describes itself for the card
-    folder = save_pretrained(
+    config = build_config(
         model,
-        Path(options.save_pretrained),
-        model_id=options.model_id,
-        recipe=provenance.recipe(),
+        options.model_id or folder.name,
+        provenance.recipe(),
         weights_dtype=options.weights_dtype,
-        overwrite=options.overwrite,
         license=options.license,
         data=card_data() if card_data and not recipe.public else None,
     )
+    write_model_folder(model, folder, config)
     say(f"saved {folder}")
+    return TrainedRun(model, folder, config)
 
 
 def _model_for_data(recipe: Recipe) -> DPGenerativeModel:

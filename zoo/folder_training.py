@@ -58,12 +58,12 @@ from zoo.data.folders import (
     subset,
 )
 from zoo.errors import UserError
-from zoo.fit import interrupted_checkpoint, resume_command, run_recipe, say
+from zoo.fit import TrainedRun, interrupted_checkpoint, resume_command, run_recipe, say
 from zoo.forecast import CLEAR, release_sigma
 from zoo.front_checks import parse_duration
 from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import Budget, record_index
-from zoo.public_bases import PublicBase, base_for
+from zoo.public_bases import PublicBase, base_for, base_image_shape, base_shape_problems
 from zoo.recipe_cli import IMAGE_FOLDER, kept_data_settings, parse_recipe
 from zoo.recipes import Choice, Problem, choose_recipe
 from zoo.release.layout import CARD_NAME, CONFIG_NAME
@@ -127,10 +127,11 @@ class FolderPlan:
         """The steps the chosen recipe plans for its last stage (None: it sets none)."""
         return (self.choice.recipe.settings.get("trainer") or {}).get("max_steps")
 
-    def recipe(self, request: TrainRequest, target: Path) -> dict[str, Any]:
+    def recipe(self, request: TrainRequest) -> dict[str, Any]:
         """The chosen recipe with what ``dpzoo train`` changes: the data is the folder, read as planned (of the
-        recipe's data settings only ``zoo.recipe_cli.KEPT_FROM_RECIPE``, as ``--images`` keeps), the budget and
-        bounds are the request's, and the model is saved in ``target``."""
+        recipe's data settings only ``zoo.recipe_cli.KEPT_FROM_RECIPE``, as ``--images`` keeps), the model is built
+        for it (``data_arguments``), and the budget and bounds are the request's. Where the model goes is not a
+        setting: ``run_options``."""
         settings = copy.deepcopy(self.choice.recipe.settings)
         folder = {
             "root": str(self.root),
@@ -145,7 +146,8 @@ class FolderPlan:
         if not self.choice.recipe.validates:
             folder["validation_size"] = 0
         settings["data"] = {"class_path": IMAGE_FOLDER, "init_args": folder}
-        model = settings["model"]["init_args"]
+        model = settings["model"].setdefault("init_args", {})
+        model.update(self.data_arguments(request))
         if self.shape is not None and self.shape.resized:
             model.update(self.shape.shape.changes)
         if self.stops_when_flat(request):
@@ -159,8 +161,24 @@ class FolderPlan:
             trainer["max_steps"] = request.max_steps
         if request.max_time:
             trainer["max_time"] = {"seconds": round(parse_duration(request.max_time))}
-        given = {"license": request.license, "init_from": request.init_from, "overwrite": request.overwrite}
-        return {**settings, "save_pretrained": str(target), **{key: value for key, value in given.items() if value}}
+        return settings
+
+    def data_arguments(self, request: TrainRequest) -> dict[str, Any]:
+        """The model's arguments that follow the data (``zoo.methods.DATA_ARGUMENTS``), as the folder gives them:
+        written into the recipe before it is parsed, so that the model is built once, at the data's shape."""
+        given = {"image_shape": [self.channels, *self.choice.size], "num_classes": len(self.inspected[0].part.classes)}
+        accepted = inspect.signature(method_class(request.method)).parameters
+        return {name: value for name, value in given.items() if name in accepted}
+
+    def run_options(self, request: TrainRequest, target: Path) -> RunOptions:
+        """Where the model is saved and what it starts from: the request's, and the recipe's weights' precision."""
+        return RunOptions(
+            save_pretrained=str(target),
+            weights_dtype=self.choice.recipe.settings.get("weights_dtype", RunOptions.weights_dtype),
+            license=request.license,
+            overwrite=request.overwrite,
+            init_from=request.init_from,
+        )
 
     def stops_when_flat(self, request: TrainRequest) -> bool:
         """Whether the fit ends when its objective stops moving: a mean-embedding method, without --max-steps."""
@@ -201,10 +219,11 @@ def train_checked(request: TrainRequest, target: Path) -> Path:
     with warnings.catch_warnings():
         for named in NAMED_IN_THE_SUMMARY:
             warnings.filterwarnings("ignore", message=named, category=UserWarning)
-        recipe = parse_recipe(plan.recipe(request, target))
-        options = RunOptions.from_settings(recipe.options)
-        model = run_recipe(recipe, options, plan.provenance(request), before_training=_before_training)
-    _after_training(model, plan, request, target)
+        recipe = parse_recipe(plan.recipe(request))
+        run = run_recipe(
+            recipe, plan.run_options(request, target), plan.provenance(request), before_training=_before_training
+        )
+    _after_training(run, plan, request)
     return target
 
 
@@ -228,7 +247,7 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
     if isinstance(choice, Problem):
         problems.append(choice)
     elif request.init_from:
-        problems += _base_problems(request.init_from, choice.size, channels or common_channels(facts))
+        problems += base_shape_problems(request.init_from, choice.size, channels or common_channels(facts))
         problems += [] if request.assume_disjoint else _unchecked_public_data(request.init_from)
     conditional = "num_classes" in inspect.signature(method_class(request.method)).parameters
     if problems:
@@ -277,8 +296,8 @@ def _base_choice(
     knows = f"{base.model_id}, pretrained on public data: {base.knows}"
     flags = [f"--init-from {base.model_id}"]
     reasons = []
-    if _base_problems(base.model_id, size, channels):
-        side = json.loads((resolve(base.model_id) / CONFIG_NAME).read_text())["architecture"]["image_shape"][1]
+    if base_shape_problems(base.model_id, size, channels):
+        side = base_image_shape(base.model_id)[1]
         flags.append(f"--image-size {side}")
         reasons.append(f"it draws {side}×{side} images")
     if _unchecked_public_data(base.model_id):
@@ -299,28 +318,6 @@ def _split(
     decoded = read_part(train, choice.size, channels, convert=convert, along=[test] if test else [])
     validation = VALIDATION if choice.recipe.validates else 0.0
     return split_by_pixels(decoded.record_keys.numpy(), 0.0 if test else HELD_OUT, validation, SPLIT_SEED)
-
-
-def _base_problems(init_from: str, size: tuple[int, int], channels: int | None) -> list[Problem]:
-    """A base that takes other images than the folder would be read as: a size near enough for the recipe is
-    not near enough for the base, whose weights were fitted at its own size."""
-    base_channels, height, width = json.loads((resolve(init_from) / CONFIG_NAME).read_text())["architecture"][
-        "image_shape"
-    ]
-    if tuple(size) == (height, width) and channels in (None, base_channels):
-        return []
-    read = f"{colour_mode(channels)} {pixels(size)}" if channels else pixels(size)
-    fix = (("image_size", height), ("channels", base_channels)) if height == width else ()
-    return [
-        Problem(
-            f"the images would be read as {read}, near enough for the recipe, but the base {Path(init_from).name} "
-            f"takes {colour_mode(base_channels)} {pixels((height, width))} images",
-            (
-                Fix(fix, f"read them as the base's {colour_mode(base_channels)} {pixels((height, width))}"),
-                Fix(what="train without --init-from"),
-            ),
-        )
-    ]
 
 
 def _unchecked_public_data(init_from: str) -> list[Problem]:
@@ -434,8 +431,10 @@ def _before_training(
         )
 
 
-def _after_training(model: DPGenerativeModel, plan: FolderPlan, request: TrainRequest, target: Path) -> None:
+def _after_training(run: TrainedRun, plan: FolderPlan, request: TrainRequest) -> None:
     """After training and saving: the steps ``--max-time`` left time for, the ε spent and where the card is."""
+    model, folder, config = run.model, run.folder, run.config
+    assert folder is not None and config is not None  # dpzoo train always saves (one process: rank 0)
     steps = model.trainer.global_step
     flat = getattr(model, "flat_stop", None)
     stopped_flat = flat is not None and flat.tail is not None and steps >= flat.tail[1]
@@ -449,24 +448,29 @@ def _after_training(model: DPGenerativeModel, plan: FolderPlan, request: TrainRe
         *model.privacy_ledger.summary_lines(),
         f"  (local:… is this machine's name for the images of {plan.root.resolve().name}, keyed by a secret that never "
         "leaves it: it says nothing about them to anyone else)",
-        f"card: {target / CARD_NAME}",
+        f"card: {folder / CARD_NAME}",
     )
     trained_fully = stopped_flat or plan.recipe_steps is None or steps >= plan.recipe_steps
-    say(*_verdict(model, plan, request, target, trained_fully))
+    say(*_verdict(model, plan, request, (folder, config["data"]), trained_fully))
 
 
 def _verdict(
-    model: DPGenerativeModel, plan: FolderPlan, request: TrainRequest, target: Path, trained_fully: bool
+    model: DPGenerativeModel,
+    plan: FolderPlan,
+    request: TrainRequest,
+    saved: tuple[Path, dict[str, Any]],
+    trained_fully: bool,
 ) -> list[str]:
     """How close the samples are to the held-out images (``zoo.metrics.closeness``), for the data owner only: the
     held-out images are theirs, outside the model's guarantee, so the number reaches the card only when asked.
-    ``trained_fully``: the recipe's steps all ran (more steps are then no remedy)."""
+    ``saved``: the model's folder and the data its config.json records; ``trained_fully``: the recipe's steps all
+    ran (more steps are then no remedy)."""
     from zoo.metrics.closeness import InceptionUnavailable, TooFewHeldOut, closeness_to_held_out
     from zoo.metrics.reference import reference_images
     from zoo.metrics.sample_spread import sample_spread
 
     spread = f"spread: {sample_spread(model, list(plan.inspected[0].part.classes)).sentence()}"
-    recorded = json.loads((target / CONFIG_NAME).read_text())["data"]
+    target, recorded = saved
     held_out = reference_images(str(plan.root), model.hparams.image_shape, None, recorded, model.privacy_ledger)
     if held_out.protected:
         return [

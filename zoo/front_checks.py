@@ -8,16 +8,18 @@ folder) are imported here."""
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from zoo.data.folder_check import check_class_folders
+import yaml
+
+from zoo.data.folder_check import check_class_folders, class_folder_names, one_class_problem
 from zoo.data.folder_part import IMAGE_SUFFIXES
 from zoo.errors import MissingFileError, UnknownModelError, UserError
-from zoo.release.loading import resolve
+from zoo.privacy.parameters import DEFAULT_DELTA, check_delta, check_epsilon
+from zoo.public_bases import base_image_shape, base_shape_problems
 from zoo.release.save_target import check_save_target
 from zoo.release_shapes import shape_names
 
@@ -25,17 +27,15 @@ from zoo.release_shapes import shape_names
 #: image datasets
 RECIPES = Path(__file__).resolve().parents[1] / "configs"
 IMAGE_RECIPE = re.compile(r"(?P<method>.+?)_(?:cifar10|mnist|fashion_mnist)_eps[^_]+\.yaml")
-DEFAULT_DELTA = 1e-5
 #: the prefix of a dataset id the local record index names (a user's folder), never a dataset evaluate knows by name
 LOCAL_PREFIX = "local:"
 
 
 def check_budget(epsilon: Any, delta: Any) -> None:
-    """ε finite and positive, δ in (0, 1)."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not math.isfinite(epsilon) or epsilon <= 0:
-        raise UserError(f"--epsilon must be a finite number > 0, got {epsilon!r}")
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
-        raise UserError(f"--delta must lie in (0, 1), got {delta!r}")
+    """ε finite and positive, δ in (0, 1): the budget's own checks (``zoo.privacy.parameters``), in the flags'
+    words."""
+    check_epsilon(epsilon, "--epsilon")
+    check_delta(delta, "--delta")
 
 
 def parse_duration(text: str) -> float:
@@ -116,11 +116,46 @@ def check_train(
     if not root.is_dir():
         raise UserError(f"{root} is a file; pass the folder that holds one sub-folder per class")
     if init_from:
-        resolve(init_from)
+        check_base_shape(init_from, image_size, channels)
     target = check_save_target(Path(out) if out else default_out(root, method), overwrite)
     if not classes:  # a class given by --classes may hold no images: the class counts refuse it, with its images read
         check_class_folders(root, IMAGE_SUFFIXES)
+    check_class_count(root, method, classes)
     return target
+
+
+def check_base_shape(init_from: str, image_size: int | None, channels: int | None) -> None:
+    """The base (``--init-from``, resolved) against the ``--image-size`` and ``--channels`` given, from its
+    config.json before an image is read; the images' own size is held to it once they are read
+    (``zoo.folder_training.plan_folder``)."""
+    _, height, width = base_image_shape(init_from)  # an unknown id is refused here
+    if image_size is None and channels is None:
+        return
+    size = (image_size, image_size) if image_size else (height, width)
+    for problem in base_shape_problems(init_from, size, channels):
+        flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in problem.fixes[0].options)
+        raise UserError(f"{problem.text}: {f'pass {flags} or ' if flags else ''}train without --init-from")
+
+
+def check_class_count(root: Path, method: str, classes: Sequence[str] | None) -> None:
+    """A class-conditional method needs two classes: a folder of one class folder is refused before an image is
+    read. A method is class-conditional unless its recipes train one model per class (``per_class:``), which the
+    recipes' test holds to (``tests/zoo/test_recipes.py``). With ``--classes`` the folder's own report says it, among
+    the other problems of the classes given (``zoo.folder_training.plan_folder``)."""
+    if classes:
+        return
+    names = class_folder_names(root)
+    if len(names) != 1 or trains_per_class(method):
+        return
+    problem = one_class_problem(names[0], method)
+    raise UserError(f"{root}: {problem.text}: {' or '.join(fix.what for fix in problem.fixes)}")
+
+
+def trains_per_class(method: str) -> bool:
+    """Whether ``method``'s image recipes train one model per class (read from the recipe files, without torch)."""
+    found = (IMAGE_RECIPE.fullmatch(path.name) for path in RECIPES.glob("*.yaml"))
+    paths = [RECIPES / match[0] for match in found if match and match["method"].replace("_", "-") == method]
+    return any("per_class" in (yaml.safe_load(path.read_text()) or {}) for path in paths)
 
 
 def check_release_size(method: str, release_size: str | None) -> None:

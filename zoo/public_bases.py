@@ -10,7 +10,14 @@ index holds that data: the base was pretrained here), and proposed otherwise, wi
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
+
+from zoo.data.conversion import colour_mode, pixels
+from zoo.data.folder_check import Fix, Problem
+from zoo.release.layout import CONFIG_NAME
+from zoo.release.loading import resolve
 
 
 @dataclass(frozen=True)
@@ -33,3 +40,29 @@ BASES = {
 def base_for(method: str, channels: int) -> PublicBase | None:
     """The base ``dpzoo train`` would propose for ``method`` on ``channels``-channel images (None: there is none)."""
     return BASES.get((method, channels))
+
+
+def base_image_shape(init_from: str) -> tuple[int, int, int]:
+    """The (channels, height, width) of the images a model (id or folder) takes, from its config.json alone."""
+    channels, height, width = json.loads((resolve(init_from) / CONFIG_NAME).read_text())["architecture"]["image_shape"]
+    return channels, height, width
+
+
+def base_shape_problems(init_from: str, size: tuple[int, int], channels: int | None) -> list[Problem]:
+    """A base that takes other images than the folder would be read as: a size near enough for the recipe is
+    not near enough for the base, whose weights were fitted at its own size."""
+    base_channels, height, width = base_image_shape(init_from)
+    if tuple(size) == (height, width) and channels in (None, base_channels):
+        return []
+    read = f"{colour_mode(channels)} {pixels(size)}" if channels else pixels(size)
+    fix = (("image_size", height), ("channels", base_channels)) if height == width else ()
+    return [
+        Problem(
+            f"the images would be read as {read}, but the base {Path(init_from).name} "
+            f"takes {colour_mode(base_channels)} {pixels((height, width))} images",
+            (
+                Fix(fix, f"read them as the base's {colour_mode(base_channels)} {pixels((height, width))}"),
+                Fix(what="train without --init-from"),
+            ),
+        )
+    ]

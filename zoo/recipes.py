@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from zoo.data.conversion import pixels
 from zoo.data.folder_check import Fix, Problem
 from zoo.data.images import IMAGE_SHAPES
 
@@ -81,21 +82,23 @@ def choose_recipe(
     candidates = [r for r in recipes if r.dataset == kinds[0]]
     recipe = min(candidates, key=lambda r: (abs(math.log(r.epsilon / epsilon)), r.epsilon))
     _, height, width = recipe.image_shape
-    kind = f"{'colour' if channels == 3 else 'grey'} images ({DATASET_NAMES[recipe.dataset]}, {height}×{width})"
+    own = pixels((height, width))
+    kind = f"{'colour' if channels == 3 else 'grey'} images ({DATASET_NAMES[recipe.dataset]}, {own})"
     at = f"written for ε = {recipe.epsilon:g}, run at" if recipe.epsilon != epsilon else "at"
     at = f"{at} ε = {epsilon:g}"
     reason = f"{method}'s recipe for {kind}, {at}"
     if size_given:
-        return Choice(recipe, size, f"{reason}; images read at {size[0]}×{size[1]} as asked")  # type: ignore[index]
+        assert size is not None  # --image-size gives it
+        return Choice(recipe, size, f"{reason}; images read at {pixels(size)} as asked")
     if size is None:
         return Choice(recipe, (height, width), f"{reason}; the images differ in size, so all are read at its size")
     if size == (height, width):
-        return Choice(recipe, size, f"{reason}; the images are {height}×{width} already")
+        return Choice(recipe, size, f"{reason}; the images are {pixels(size)} already")
     if all(NEAR[0] <= side / own <= NEAR[1] for side, own in zip(size, (height, width), strict=True)):
-        return Choice(recipe, size, f"{reason}; the images are {size[0]}×{size[1]}, near enough to keep as they are")
+        return Choice(recipe, size, f"{reason}; the images are {pixels(size)}, near enough to keep as they are")
     return Problem(
-        f"the images are {size[0]}×{size[1]}, far from the {height}×{width} that {recipe.path.name} was written for",
-        (Fix((("image_size", height),), f"read them at {height}×{width}"), YOUR_RECIPE),
+        f"the images are {pixels(size)}, far from the {own} that {recipe.path.name} was written for",
+        (Fix((("image_size", height),), f"read them at {own}"), YOUR_RECIPE),
     )
 
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from zoo.front_checks import DEFAULT_DELTA, check_train
+from zoo.front_checks import check_train
+from zoo.privacy.parameters import DEFAULT_DELTA
 from zoo.request_options import card_command, folder_name, option
 
 

@@ -76,6 +76,12 @@ def test_the_model_tables_are_generated_from_the_cards():
     assert stated and int(stated.group(1)) == len(shipped), "README.md's count of shipped checkpoints is stale"
 
 
+def test_the_option_tables_are_generated_from_the_requests():
+    from zoo.option_tables import PAGE, page_text
+
+    assert PAGE.read_text() == page_text(PAGE.read_text()), "run `python -m zoo.option_tables`"
+
+
 def _cases() -> list:
     cases = []
     for page in pages():

@@ -34,6 +34,9 @@ def refusals(tmp_path):
         (texts / name).mkdir(parents=True)
         (texts / name / "a.txt").write_text("not an image")
     (notes / "notes.txt").write_text("mine")
+    one_class = tmp_path / "one-class" / "cats"
+    one_class.mkdir(parents=True)
+    (one_class / "tabby.png").write_bytes(b"")  # not read: the class count alone refuses it
     (tmp_path / "file").write_text("")
     trained = tmp_path / "trained"
     trained.mkdir()
@@ -55,6 +58,12 @@ def refusals(tmp_path):
         ([*train, "1", "--init-from", "no-such-base"], "unknown model 'no-such-base'"),
         (["train", str(tmp_path / "missing"), *train[2:], "1"], f"no image folder at {tmp_path / 'missing'}"),
         (["train", str(texts), *train[2:], "1"], "2 class folders hold no images (.png, .jpg, .jpeg, .bmp, .webp)"),
+        (["train", str(one_class.parent), *train[2:], "1"], "one class (cats): dp-merf is class-conditional"),
+        (
+            [*train, "1", "--init-from", "dp-merf-cifar10-public-base", "--channels", "1"],
+            "the images would be read as grey 32×32, but the base dp-merf-cifar10-public-base takes RGB 32×32 "
+            "images: pass --image-size 32 --channels 3 or train without --init-from",
+        ),
         (["sample", "dp-merf-mnist-eps2"], "unknown model 'dp-merf-mnist-eps2' (did you mean dp-merf-mnist-eps1"),
         (["sample", "dp-merf-mnist-eps1", "--labels", "three"], "--labels must be comma-separated class indices"),
         (["sample", "dp-merf-mnist-eps1", "--n", "2", "--labels", "3,10"], "--labels must lie in 0..9"),
@@ -102,10 +111,13 @@ def test_a_model_is_never_written_beside_a_foreign_file_even_with_overwrite(tmp_
         check_save_target(readme_only, overwrite=True)
 
 
-def test_a_push_without_a_token_is_refused_before_torch_is_imported(tmp_path):
+def test_a_push_without_a_token_or_the_network_is_refused_before_torch_is_imported(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DPZOO_CHECKPOINTS_DIR", "HF_TOKEN", "HF_HUB_OFFLINE")}
     env["HF_HOME"] = str(tmp_path / "hf-home")  # no saved login
-    argvs = json.dumps([["push", "dp-merf-mnist-eps1", "me/model"]])
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"  # nothing listens there: the Hub is unreachable
+    push = ["push", "dp-merf-mnist-eps1", "me/model"]
+    argvs = json.dumps([push, [*push, "--token", "hf_mine"]])
     result = subprocess.run([sys.executable, "-c", PROBE, argvs], capture_output=True, text=True, env=env)
-    assert json.loads(result.stdout) == [2, False], result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [[2, False], [2, False]], result.stderr
     assert "no Hugging Face token: pass --token TOKEN" in result.stderr
+    assert "cannot reach the Hugging Face Hub: " in result.stderr

@@ -19,18 +19,20 @@ PACKAGES = ("zoo", "lightning_modules")
 #: "zoo" is the package's own __init__ (the public API, imported lazily), "lightning_modules" the method files
 LAYERS = (
     ("zoo.errors", "zoo.lazy"),
-    ("zoo.headline", "zoo.plots", "zoo.local_state", "zoo.run_plan", "zoo.public_bases", "zoo.release_shapes"),
+    ("zoo.headline", "zoo.plots", "zoo.local_state", "zoo.run_plan", "zoo.release_shapes"),
     ("zoo.privacy",),
     ("zoo.data", "zoo.baselines", "lightning_modules.nets"),
     ("zoo.stages",),
     ("zoo.methods", "zoo.recipes"),
     ("zoo.release", "zoo.training", "zoo.shapes", "zoo.recipe_cli", "lightning_modules.parts"),
-    ("zoo.request_options",),
+    ("zoo.request_options", "zoo.public_bases"),
+    ("zoo.command_requests",),
     ("zoo.evaluate_request",),
     ("zoo.metrics", "zoo.auditing", "zoo.base_weights", "zoo.estimate", "zoo.front_checks", "zoo.forecast"),
     ("zoo.finetuning", "zoo.fit", "zoo.train_request", "zoo.audit_command"),
     ("zoo.folder_training",),
     ("zoo.cli", "zoo"),
+    ("zoo.option_tables",),
     ("lightning_modules",),
 )
 

@@ -88,7 +88,8 @@ def test_the_data_section_shows_what_the_user_gave(model, tmp_path):
     data_section = card.split("## Data")[1].split("## Privacy")[0]
     for row in (
         "| name | my-photos |",
-        "| records (as the privacy ledger names them) | `local:fedcba9876543210` |",
+        "| records: this folder in the trainer's record index | `local:fedcba9876543210` (the privacy ledger below "
+        "names its training part `local:fedcba9876543210/train[…]`) |",
         "| classes | 4: Boats, kitties, planes and jets, trucks_2024 |",
         "| training images | 2,700 |",
         "| image shape | 3×32×32 |",

@@ -2,12 +2,15 @@
 has one privacy budget in its `privacy:` block, or none when the data is declared public (a recipe that no longer
 matches its method's arguments fails here, not hours into a user's run)."""
 
+import inspect
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.folders import write_image_folder
+from zoo.front_checks import image_methods, trains_per_class
+from zoo.methods import method_class
 from zoo.privacy import PACBudget
 from zoo.recipe_cli import parse_recipe
 
@@ -50,3 +53,10 @@ def test_recipe_parses_and_holds_one_budget(recipe, tmp_path):
         assert budget.mi_bound > 0
     else:  # σ is calibrated for the planned steps, or given
         assert (budget.target_epsilon or budget.noise_multiplier) > 0 and options["max_steps"] > 0
+
+
+@pytest.mark.parametrize("method", image_methods())
+def test_a_method_is_class_conditional_unless_its_recipes_train_one_model_per_class(method):
+    """What lets `dpzoo train` refuse a one-class folder before torch is imported (``check_class_count``)."""
+    conditional = "num_classes" in inspect.signature(method_class(method)).parameters
+    assert trains_per_class(method) is not conditional

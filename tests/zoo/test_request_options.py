@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from zoo.cli import Command
+from zoo.option_tables import option_table
 from zoo.request_options import add_arguments, card_command, option, request_from
 from zoo.train_request import TrainRequest
 
@@ -26,6 +28,8 @@ def test_one_field_reaches_the_parser_its_help_and_the_card_command():
     assert request == ToyTrain("photos", "dp-mepf", 2.0, colour_jitter=0.1)
     assert "jitter each image's colours by this much" in parser.format_help()
     assert request.card_command() == "dpzoo train photos --method dp-mepf --epsilon 2 --colour-jitter 0.1"
+    table = option_table(Command("train", "train", ToyTrain, lambda request: 0))  # docs/commands.md's table
+    assert "| `--colour-jitter COLOUR_JITTER` | — | jitter each image's colours by this much |" in table
 
 
 def test_defaults_output_folders_and_overwrite_stay_off_the_card_and_required_options_are_required():

@@ -72,10 +72,10 @@ def test_a_recipe_mapping_runs_with_its_options_and_provenance_and_no_command_li
     assert parse_recipe(parsed.plan).plan == parsed.plan  # the plan an interrupted run writes reads back as it was
     out = tmp_path / "model"
     provenance = Provenance("my notebook, cell 3", "recipe.yaml", "chosen by hand")
-    model = run_recipe(parsed, RunOptions(save_pretrained=str(out), license="cc-by-4.0"), provenance)
-    assert model.data_arguments()["image_shape"] == (1, 8, 8)  # built for the folder
-    config = json.loads((out / "config.json").read_text())
-    assert config["recipe"] == provenance.recipe() and config["license"] == "cc-by-4.0"
+    run = run_recipe(parsed, RunOptions(save_pretrained=str(out), license="cc-by-4.0"), provenance)
+    assert run.model.data_arguments()["image_shape"] == (1, 8, 8)  # built for the folder
+    assert run.folder == out and run.config == json.loads((out / "config.json").read_text())  # what it wrote
+    assert run.config["recipe"] == provenance.recipe() and run.config["license"] == "cc-by-4.0"
 
 
 def test_run_options_are_the_settings_of_the_same_names():

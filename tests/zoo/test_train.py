@@ -2,7 +2,9 @@
 every problem with the flag that fixes it, ``--convert`` reads the mess and says what it did, the held-out
 part travels with the model, and a tiny run of train then evaluate uses it."""
 
+import functools
 import json
+import os
 import re
 import shutil
 
@@ -279,6 +281,24 @@ def test_a_size_near_enough_for_the_recipe_but_not_the_base_is_refused_before_th
     out = tmp_path / "tuned"
     assert main(["train", str(folder), *TRAIN, "--init-from", "dp-merf-cifar10-public-base", "--out", str(out)]) == 2
     captured = capsys.readouterr()
-    refusal = "read as RGB 48×48, near enough for the recipe, but the base dp-merf-cifar10-public-base takes RGB 32×32"
+    refusal = "read as RGB 48×48, but the base dp-merf-cifar10-public-base takes RGB 32×32"
     assert refusal in captured.err
     assert "`--image-size 32 --channels 3`" in captured.err and "recipe:" not in captured.out and not out.exists()
+
+
+def test_the_model_is_built_once_at_the_folders_shape(tiny_recipes, tmp_path, monkeypatch):
+    """The plan writes the folder's image shape and class count into the model's arguments before the recipe is
+    parsed (the recipe's own are CIFAR-10's 10 classes), so nothing rebuilds it for the data."""
+    from lightning_modules.dp_merf import DPMERF
+
+    built, init = [], DPMERF.__init__
+
+    @functools.wraps(init)
+    def counted_init(self, *args, **kwargs):
+        built.append((tuple(kwargs["image_shape"]), kwargs["num_classes"]))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPMERF, "__init__", counted_init)
+    folder = write_image_folder(tmp_path / "shop", per_class=12, size=(32, 32))
+    assert main(["train", str(folder), *TRAIN, "--out", str(tmp_path / "m"), "--max-steps", "1"]) == 0
+    assert built == [((3, 32, 32), len(os.listdir(folder)))]

@@ -20,8 +20,8 @@ from zoo.privacy.accounting import calibrate_noise_multiplier
 from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.mechanisms import scale_rows_to_unit_ball
+from zoo.privacy.parameters import check_delta, check_epsilon, check_positive
 from zoo.privacy.randomness import private_generator
-from zoo.privacy.validation import check_delta, check_epsilon, check_positive
 
 SENSITIVITY = math.sqrt(3)
 

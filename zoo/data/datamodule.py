@@ -9,10 +9,10 @@ from torch.utils.data import DataLoader, TensorDataset
 from zoo.data.images import IMAGE_DATASETS, IMAGE_SHAPES, load_images
 from zoo.data.partition import train_validation_split
 from zoo.errors import UserError
+from zoo.privacy.parameters import check_sample_rate
 from zoo.privacy.record_index import register_named
 from zoo.privacy.records import records_identity, tensor_keys
 from zoo.privacy.sampling import poisson_loader
-from zoo.privacy.validation import check_sample_rate
 
 #: the held-out validation split every recipe uses; the shipped LeNet extractor trains on it
 DEFAULT_VALIDATION_SIZE = 10_000

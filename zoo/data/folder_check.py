@@ -301,17 +301,27 @@ def check_class_folders(root: Path, suffixes: Collection[str]) -> None:
     )
 
 
+def one_class_problem(name: str, method: str) -> Problem:
+    """A folder of one class, for a class-conditional ``method``."""
+    return Problem(
+        f"one class ({name}): {method} is class-conditional and needs at least 2",
+        (Fix(what="add a folder per class"), Fix(what="train an unconditional method such as dp-lflow")),
+    )
+
+
+def class_folder_names(root: Path) -> list[str]:
+    """The class folders of ``root`` (of its ``train/`` when it has ``train/`` and ``test/``), by name: hidden ones
+    left out, as the reader leaves them."""
+    part = root / "train" if (root / "train").is_dir() and (root / "test").is_dir() else root
+    return sorted(entry.name for entry in os.scandir(part) if entry.is_dir() and not is_hidden(entry.name))
+
+
 def class_problems(part: FolderPart, trained: Counter[int], method: str, conditional: bool) -> list[Problem]:
     """A folder too small to train ``method`` on: one class where it is class-conditional, and every class with
     fewer than ``MIN_IMAGES_PER_CLASS`` training images (``trained``: the count of each label that trains)."""
     problems = []
     if conditional and len(part.classes) < 2:
-        problems.append(
-            Problem(
-                f"one class ({part.classes[0]}): {method} is class-conditional and needs at least 2",
-                (Fix(what="add a folder per class"), Fix(what="train an unconditional method such as dp-lflow")),
-            )
-        )
+        problems.append(one_class_problem(part.classes[0], method))
     few = [f"{name} {trained[k]}" for k, name in enumerate(part.classes) if trained[k] < MIN_IMAGES_PER_CLASS]
     if few:
         classes = f"{len(few)} class{'es' * (len(few) > 1)}"

@@ -28,8 +28,8 @@ from zoo.data.folders import (
 )
 from zoo.errors import DPZooWarning, UserError
 from zoo.privacy import record_index
+from zoo.privacy.parameters import check_sample_rate
 from zoo.privacy.sampling import poisson_loader
-from zoo.privacy.validation import check_sample_rate
 
 #: what a record is, as a model's card states it: a fixed rule, never how many files it merged (a fact about the
 #: protected records)

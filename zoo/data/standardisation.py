@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from zoo.privacy.mechanisms import scale_rows_to_unit_ball
-from zoo.privacy.validation import check_positive
+from zoo.privacy.parameters import check_positive
 
 if TYPE_CHECKING:
     from zoo.privacy import DPBudget

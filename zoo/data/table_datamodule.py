@@ -19,9 +19,9 @@ from zoo.data.standardisation import Standardisation, private_standardisation, p
 from zoo.data.tables import TABLES, load_table, read_table
 from zoo.errors import UserError
 from zoo.privacy import record_index
+from zoo.privacy.parameters import check_positive, check_sample_rate
 from zoo.privacy.records import records_identity
 from zoo.privacy.sampling import poisson_loader
-from zoo.privacy.validation import check_positive, check_sample_rate
 
 if TYPE_CHECKING:
     from zoo.privacy import DPBudget

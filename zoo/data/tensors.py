@@ -9,9 +9,9 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from zoo.errors import UserError
+from zoo.privacy.parameters import check_sample_rate
 from zoo.privacy.records import content_identity
 from zoo.privacy.sampling import poisson_loader
-from zoo.privacy.validation import check_sample_rate
 
 
 class TensorDataModule(pl.LightningDataModule):

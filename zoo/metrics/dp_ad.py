@@ -23,9 +23,9 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from zoo.errors import UserError
+from zoo.privacy.parameters import check_epsilon
 from zoo.privacy.partition import assign_parts
 from zoo.privacy.randomness import private_generator
-from zoo.privacy.validation import check_epsilon
 
 
 def exponential_mechanism_votes(

@@ -1,31 +1,29 @@
 """Privacy machinery: the plan's budget (DPBudget, PACBudget), the DP callback of a private stage, the
-mechanisms (one module each), per-example clipping, Poisson sampling, accounting, the ledger."""
+mechanisms (one module each), per-example clipping, Poisson sampling, accounting, the ledger.
 
-from zoo.privacy.accounting import calibrate_noise_multiplier, epsilon_spent, max_steps_within
-from zoo.privacy.barriers import PrivacyBarrier
-from zoo.privacy.budget import Budget, DPBudget, PACBudget
-from zoo.privacy.callback import DPCallback
-from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
-from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
-from zoo.privacy.mechanisms import GradientSanitizer, PrivateHelpers, gaussian_release
-from zoo.privacy.sampling import PoissonBatches, poisson_loader
+The names below are imported on first use (``zoo.lazy``), so that a torch-free module of the package (the parameters'
+checks, ``zoo.privacy.parameters``; the record index) serves the command line's front checks without torch."""
 
-__all__ = [
-    "Budget",
-    "DPBudget",
-    "DPCallback",
-    "GradientSanitizer",
-    "LedgerEntry",
-    "PACBudget",
-    "PoissonBatches",
-    "PrivacyBarrier",
-    "PrivacyBudgetExhausted",
-    "PrivacyConfigError",
-    "PrivacyLedger",
-    "PrivateHelpers",
-    "calibrate_noise_multiplier",
-    "epsilon_spent",
-    "gaussian_release",
-    "max_steps_within",
-    "poisson_loader",
-]
+from zoo.lazy import lazy_exports
+
+_EXPORTS = {
+    "calibrate_noise_multiplier": "zoo.privacy.accounting",
+    "epsilon_spent": "zoo.privacy.accounting",
+    "max_steps_within": "zoo.privacy.accounting",
+    "PrivacyBarrier": "zoo.privacy.barriers",
+    "Budget": "zoo.privacy.budget",
+    "DPBudget": "zoo.privacy.budget",
+    "PACBudget": "zoo.privacy.budget",
+    "DPCallback": "zoo.privacy.callback",
+    "PrivacyBudgetExhausted": "zoo.privacy.errors",
+    "PrivacyConfigError": "zoo.privacy.errors",
+    "LedgerEntry": "zoo.privacy.ledger",
+    "PrivacyLedger": "zoo.privacy.ledger",
+    "GradientSanitizer": "zoo.privacy.mechanisms",
+    "PrivateHelpers": "zoo.privacy.mechanisms",
+    "gaussian_release": "zoo.privacy.mechanisms",
+    "PoissonBatches": "zoo.privacy.sampling",
+    "poisson_loader": "zoo.privacy.sampling",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -19,7 +19,7 @@ from opacus.accountants.analysis.gdp import compute_mu_poisson, eps_from_mu
 from opacus.accountants.utils import get_noise_multiplier
 
 from zoo.privacy.errors import PrivacyConfigError
-from zoo.privacy.validation import check_accountant
+from zoo.privacy.parameters import check_accountant
 
 History = list[tuple[float, float, int]]
 

@@ -22,8 +22,15 @@ from zoo.privacy.errors import PrivacyBudgetExhausted, PrivacyConfigError
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
 from zoo.privacy.mechanisms.gaussian_release import gaussian_release
 from zoo.privacy.pac import PACEntry, check_pac_settings, pac_release
+from zoo.privacy.parameters import (
+    DEFAULT_DELTA,
+    check_accountant,
+    check_delta,
+    check_epsilon,
+    check_exactly_one,
+    check_positive,
+)
 from zoo.privacy.randomness import private_generator
-from zoo.privacy.validation import check_accountant, check_delta, check_epsilon, check_exactly_one, check_positive
 
 
 class Budget:
@@ -123,7 +130,7 @@ class DPBudget(Budget):
         self,
         target_epsilon: float | None = None,
         noise_multiplier: float | None = None,
-        delta: float = 1e-5,
+        delta: float = DEFAULT_DELTA,
         max_grad_norm: float = 1.0,
         accountant: str = "prv",
         per_example_mode: str = "auto",

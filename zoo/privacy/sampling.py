@@ -15,8 +15,8 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
 
 from zoo.errors import UserError
 from zoo.privacy.errors import PrivacyConfigError
+from zoo.privacy.parameters import check_sample_rate
 from zoo.privacy.randomness import private_generator
-from zoo.privacy.validation import check_sample_rate
 
 
 class PoissonBatches(IterableDataset):

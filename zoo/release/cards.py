@@ -73,7 +73,7 @@ PRIVACY_UNITS: dict[str, str] = {"images": "one image", "rows": "one table row"}
 #: the rows of a card's Data section (``config["data"]``, all optional), in this order
 DATA_LABELS = {
     "name": "name",
-    "records": "records (as the privacy ledger names them)",
+    "records": "records: this folder in the trainer's record index",
     "classes": "classes",
     "images": "training images",
     "record": "a record is",
@@ -200,7 +200,9 @@ def check_data(data: dict[str, Any]) -> None:
 def data_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
     """The card's Data section: one (label, value) row per key of ``data`` that is given."""
     shown = {
-        "records": lambda records: f"`{records}`",
+        "records": lambda records: (
+            f"`{records}` (the privacy ledger below names its training part `{records}/train[…]`)"
+        ),
         "classes": lambda classes: f"{len(classes)}: " + ", ".join(map(str, classes)),
         "images": lambda images: f"{images:,}",
         "image_shape": lambda shape: "×".join(map(str, shape)),

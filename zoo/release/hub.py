@@ -7,7 +7,6 @@ card comes from ``zoo.release.cards``, the picture from the model itself (``samp
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ from zoo.headline import HEADLINE_KEY
 from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import PrivacyLedger
 from zoo.release.cards import check_data, check_headline, headline, model_card
-from zoo.release.hub_access import HubUnavailableError, publishing_token
+from zoo.release.hub_access import HubUnavailableError, network_errors, one_line, publishing_token
 from zoo.release.layout import (
     CARD_NAME,
     CONFIG_FORMAT,
@@ -55,14 +54,6 @@ __all__ = [
     "push_to_hub",
     "save_pretrained",
 ]
-
-#: the transport errors of the HTTP client huggingface_hub uses: httpx2 (2.x), httpx (1.x) or requests (0.x)
-_CLIENT_NETWORK_ERRORS = (
-    ("httpx2", "TransportError"),
-    ("httpx", "TransportError"),
-    ("requests", "ConnectionError"),
-    ("requests", "Timeout"),
-)
 
 
 class SeededModelError(CheckpointError):
@@ -100,6 +91,8 @@ def build_config(
     data description given, its ledger, and the headline ``dpzoo list`` reads (``zoo.release.cards.headline``).
     Every save and push builds its config here, so the evaluation given is refused here, before any file is
     written, when ``--write-card`` would refuse it (``zoo.release.publication``)."""
+    if weights_dtype not in ("float32", "float16"):
+        raise UserError(f"weights_dtype must be 'float32' or 'float16', got {weights_dtype!r}")
     ledger = model.privacy_ledger
     if not isinstance(ledger, PrivacyLedger) or not (ledger.entries or ledger.pac_releases or ledger.public_data):
         raise CheckpointError(
@@ -178,13 +171,24 @@ def save_pretrained(
     ``license``: the licence identifier the user chose (none by default: the card says it is unspecified).
     ``data``: the training data as the card describes it (``zoo.release.cards.DATA_LABELS``: name, records, classes,
     images, image_shape, preprocessing, held_out; all optional)."""
-    if weights_dtype not in ("float32", "float16"):
-        raise UserError(f"weights_dtype must be 'float32' or 'float16', got {weights_dtype!r}")
     directory = check_save_target(directory, overwrite)
-    model_id = model_id or directory.name
-    config = build_config(model, model_id, recipe, evaluation, weights_dtype, license=license, data=data)
+    config = build_config(
+        model, model_id or directory.name, recipe, evaluation, weights_dtype, license=license, data=data
+    )
+    return write_model_folder(model, directory, config, sample_seed, load_as)
+
+
+def write_model_folder(
+    model: DPGenerativeModel,
+    directory: Path,
+    config: dict[str, Any],
+    sample_seed: int = 0,
+    load_as: str | None = None,
+) -> Path:
+    """The Hub layout of ``model`` with its ``config`` (``build_config``) written into ``directory``, which
+    ``check_save_target`` passed: for a caller that keeps the config it wrote (``zoo.fit.run_recipe``)."""
     state = released_state_dict(model)
-    if weights_dtype == "float16":
+    if config["weights_dtype"] == "float16":
         state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
     with staged(directory) as staging:
         # as bytes through an ordinary open: the file gets the umask's mode like the others (save_file gives 0600)
@@ -192,7 +196,8 @@ def save_pretrained(
         (staging / WEIGHTS_NAME).write_bytes(weights)
         write_config(staging, config)
         model.sample_picture(seed=sample_seed).save(staging / SAMPLES_NAME)
-        model_card(config, load_as or default_load_name(model_id, directory), type(model)).save(staging / CARD_NAME)
+        load_name = load_as or default_load_name(config["model_id"], directory)
+        model_card(config, load_name, type(model)).save(staging / CARD_NAME)
     return directory
 
 
@@ -294,27 +299,11 @@ def _upload(folder: str, repo_id: str, token: str, private: bool) -> str:
             commit_message="Upload dpzoo model",
         )
     except HfHubHTTPError as error:
-        raise HubUnavailableError(f"the Hugging Face Hub refused to publish {repo_id}: {_one_line(error)}") from None
-    except _network_errors() as error:
-        reason = _one_line(error)
+        raise HubUnavailableError(f"the Hugging Face Hub refused to publish {repo_id}: {one_line(error)}") from None
+    except network_errors() as error:
+        reason = one_line(error)
         raise HubUnavailableError(f"cannot reach the Hugging Face Hub to publish {repo_id}: {reason}") from None
     return str(commit.commit_url)
-
-
-def _network_errors() -> tuple[type[BaseException], ...]:
-    """Connection failures and timeouts, whichever HTTP client this huggingface_hub uses."""
-    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]  # OfflineModeIsEnabled is a ConnectionError
-    for module, name in _CLIENT_NETWORK_ERRORS:
-        try:
-            errors.append(getattr(importlib.import_module(module), name))
-        except ImportError:
-            continue
-    return tuple(errors)
-
-
-def _one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
 
 
 def _jsonable(value: Any) -> Any:

@@ -15,16 +15,10 @@ from torch import Tensor
 from zoo.privacy.accounting import History, calibrate_noise_multiplier
 from zoo.privacy.barriers import PrivacyBarrier
 from zoo.privacy.ledger import LedgerEntry, PrivacyLedger
+from zoo.privacy.parameters import check_accountant, check_delta, check_epsilon, check_exactly_one, check_positive
 from zoo.privacy.precision import noise_dtype
 from zoo.privacy.randomness import private_generator
-from zoo.privacy.validation import (
-    check_accountant,
-    check_delta,
-    check_epsilon,
-    check_exactly_one,
-    check_positive,
-    warn_if_delta_too_large,
-)
+from zoo.privacy.validation import warn_if_delta_too_large
 
 
 def scale_rows_to_unit_ball(rows: Tensor, bound: float) -> Tensor:

@@ -35,7 +35,7 @@ from zoo.privacy.mechanisms.private_helpers import (
     step_sensitivity,
     term_noise_multiplier,
 )
-from zoo.privacy.validation import check_sample_rate
+from zoo.privacy.parameters import check_sample_rate
 
 
 class HelperQueryDPSGD(PerExampleDPSGD):

@@ -42,8 +42,8 @@ from zoo.errors import UserError
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.gaussian_release import clip_rows
+from zoo.privacy.parameters import check_positive
 from zoo.privacy.sampling import required_poisson_batches
-from zoo.privacy.validation import check_positive
 
 
 def labelled_embedding(features: Tensor, labels: Tensor, num_classes: int) -> Tensor:

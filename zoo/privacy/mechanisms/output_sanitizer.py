@@ -27,9 +27,9 @@ from zoo.errors import UserError
 from zoo.privacy.errors import PrivacyConfigError
 from zoo.privacy.mechanisms.base import Sampling, TrainingMechanism
 from zoo.privacy.mechanisms.private_helpers import step_noise_multiplier, step_sensitivity, term_noise_multiplier
+from zoo.privacy.parameters import check_positive, check_sample_rate
 from zoo.privacy.precision import at_least_float32, mechanism_arithmetic
 from zoo.privacy.randomness import DeviceGenerators, private_generator
-from zoo.privacy.validation import check_positive, check_sample_rate
 
 
 def row_noise_multiplier(accounted: float, rows_per_step: int) -> float:
