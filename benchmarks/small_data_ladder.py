@@ -121,7 +121,7 @@ def run_cell(pool: str, epsilon: float, extra: list[str], tag: str | None) -> No
         "pool": pool,
         "epsilon": epsilon,
         "options": " ".join(extra),
-        "base": _line(log, "base: ").split(",")[0].removeprefix("base: ") or None,
+        "base": _base(log),
         "release": _release(config),
         "steps": _line(log, "the fit's objective stopped moving") or _line(log, "trained"),
         "minutes": round(minutes, 1),
@@ -141,6 +141,13 @@ def _release(config: dict) -> str:
     arch = config["architecture"]
     shape = shape_of("dp-mepf", arch["image_shape"][0], arch)
     return f"{shape.name if shape else 'own'} at {arch['input_size']}×{arch['input_size']}"
+
+
+def _base(log: Path) -> str | None:
+    """The base the run started from (given by --init-from, or chosen by dpzoo train), or ``proposed`` where dpzoo
+    train only proposed one; None for none."""
+    started = _line(log, "Started from ").split(",")[0].removeprefix("Started from ")
+    return started or _line(log, "base: ").split(",")[0].removeprefix("base: ") or None
 
 
 def _line(log: Path, words: str) -> str:

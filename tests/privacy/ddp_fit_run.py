@@ -1,6 +1,6 @@
 """Run by test_ddp.py as a script: ``dpzoo fit ARGS`` under Lightning's DDP launcher, which re-executes
 this script once per rank. Each rank writes its exit code to ``OUT/rank<r>.exit``, and the rank of every
-call of ``save_pretrained`` to ``OUT/saves``."""
+call of ``write_model_folder`` (the model folder written) to ``OUT/saves``."""
 
 import sys
 import warnings
@@ -14,14 +14,14 @@ from zoo.cli import main
 
 
 def record_saves(out_dir: str) -> None:
-    save = zoo.fit.save_pretrained
+    save = zoo.fit.write_model_folder
 
     def recorded(*args, **kwargs):
         with Path(out_dir, "saves").open("a") as saves:
             saves.write(f"{rank_zero_only.rank}\n")
         return save(*args, **kwargs)
 
-    zoo.fit.save_pretrained = recorded
+    zoo.fit.write_model_folder = recorded
 
 
 def run(out_dir: str, argv: list[str]) -> int:
