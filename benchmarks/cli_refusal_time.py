@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from list_time import dpzoo_command  # beside this script
+from PIL import Image
 
 
 def time_once(argv: list[str], expect: str, env: dict[str, str]) -> float:
@@ -43,13 +44,20 @@ def cases(folder: Path) -> dict[str, tuple[list[str], str]]:
         (folder / "two" / name / "a.png").write_bytes(b"")
         (folder / "texts" / name).mkdir(parents=True)
         (folder / "texts" / name / "notes.txt").write_text("not an image")
+        (folder / "large" / name).mkdir(parents=True)
+        for index in range(300):  # a few hundred photos per class, larger than the base draws
+            Image.new("RGB", (96, 96)).save(folder / "large" / name / f"{index}.png")
     train = ["--method", "dp-merf", "--epsilon", "1"]
     push = ["push", "dp-merf-mnist-eps1", "me/model"]
     return {
         "dpzoo --help": (["--help"], "usage: dpzoo"),
         "train a one-class folder": (["train", str(one_class), *train], "error"),
         "train a folder of non-images": (["train", str(folder / "texts"), *train], "error"),
-        "train --init-from a base of another shape": (
+        "train --init-from a base of another shape (600 images)": (
+            ["train", str(folder / "large"), *train, "--init-from", "dp-merf-cifar10-public-base"],
+            "error",
+        ),
+        "train --init-from a base, --channels of another": (
             ["train", str(folder / "two"), *train, "--init-from", "dp-merf-cifar10-public-base", "--channels", "1"],
             "error",
         ),

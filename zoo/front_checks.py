@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from zoo.data.folder_check import check_class_folders, class_folder_names, one_class_problem
+from zoo.data.conversion import pixels
+from zoo.data.folder_check import check_class_folders, class_folder_names, header_sizes, one_class_problem
 from zoo.data.folder_part import IMAGE_SUFFIXES
 from zoo.errors import MissingFileError, UnknownModelError, UserError
 from zoo.privacy.parameters import DEFAULT_DELTA, check_delta, check_epsilon
@@ -116,7 +117,7 @@ def check_train(
     if not root.is_dir():
         raise UserError(f"{root} is a file; pass the folder that holds one sub-folder per class")
     if init_from:
-        check_base_shape(init_from, image_size, channels)
+        check_base_shape(root, init_from, image_size, channels)
     target = check_save_target(Path(out) if out else default_out(root, method), overwrite)
     if not classes:  # a class given by --classes may hold no images: the class counts refuse it, with its images read
         check_class_folders(root, IMAGE_SUFFIXES)
@@ -124,13 +125,21 @@ def check_train(
     return target
 
 
-def check_base_shape(init_from: str, image_size: int | None, channels: int | None) -> None:
-    """The base (``--init-from``, resolved) against the ``--image-size`` and ``--channels`` given, from its
-    config.json before an image is read; the images' own size is held to it once they are read
-    (``zoo.folder_training.plan_folder``)."""
+def check_base_shape(root: Path, init_from: str, image_size: int | None, channels: int | None) -> None:
+    """The base (``--init-from``, resolved) against the images, from its config.json before a pixel is read: against
+    the ``--image-size`` and ``--channels`` given, else against the one size every image's header states, which a
+    base fitted at another size cannot draw (the recipe's own size, where the images' sizes differ, is checked once
+    they are read: ``zoo.folder_training.plan_folder``)."""
     _, height, width = base_image_shape(init_from)  # an unknown id is refused here
     if image_size is None and channels is None:
-        return
+        sizes = header_sizes(root, IMAGE_SUFFIXES)
+        if len(sizes) != 1 or set(sizes) & {(height, width), (width, height)}:  # (a rotated photo's header)
+            return
+        fix = f"pass --image-size {height} (read them at its size) or " if height == width else ""
+        raise UserError(
+            f"the images are {pixels(next(iter(sizes)))}, but the base {Path(init_from).name} was fitted to "
+            f"{pixels((height, width))} images: {fix}train without --init-from"
+        )
     size = (image_size, image_size) if image_size else (height, width)
     for problem in base_shape_problems(init_from, size, channels):
         flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in problem.fixes[0].options)

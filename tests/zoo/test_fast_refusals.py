@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from PIL import Image
 
 PROBE = """
 import json, sys
@@ -34,6 +35,10 @@ def refusals(tmp_path):
         (texts / name).mkdir(parents=True)
         (texts / name / "a.txt").write_text("not an image")
     (notes / "notes.txt").write_text("mine")
+    large = tmp_path / "large"
+    for name in ("cats", "dogs"):
+        (large / name).mkdir(parents=True)
+        Image.new("RGB", (48, 48)).save(large / name / "a.png")
     one_class = tmp_path / "one-class" / "cats"
     one_class.mkdir(parents=True)
     (one_class / "tabby.png").write_bytes(b"")  # not read: the class count alone refuses it
@@ -59,6 +64,10 @@ def refusals(tmp_path):
         (["train", str(tmp_path / "missing"), *train[2:], "1"], f"no image folder at {tmp_path / 'missing'}"),
         (["train", str(texts), *train[2:], "1"], "2 class folders hold no images (.png, .jpg, .jpeg, .bmp, .webp)"),
         (["train", str(one_class.parent), *train[2:], "1"], "one class (cats): dp-merf is class-conditional"),
+        (
+            ["train", str(large), *train[2:], "1", "--init-from", "dp-merf-cifar10-public-base"],
+            "the images are 48×48, but the base dp-merf-cifar10-public-base was fitted to 32×32 images",
+        ),
         (
             [*train, "1", "--init-from", "dp-merf-cifar10-public-base", "--channels", "1"],
             "the images would be read as grey 32×32, but the base dp-merf-cifar10-public-base takes RGB 32×32 "

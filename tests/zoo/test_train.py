@@ -276,14 +276,14 @@ def test_sizes_read_width_by_height_and_counts_agree_with_their_nouns():
     assert counted(0, "image") == "0 images"
 
 
-def test_a_size_near_enough_for_the_recipe_but_not_the_base_is_refused_before_the_summary(tmp_path, capsys):
+def test_images_of_another_size_than_the_base_are_refused_from_their_headers_before_the_summary(tmp_path, capsys):
     folder = write_image_folder(tmp_path / "wide", per_class=12, size=(48, 48))
     out = tmp_path / "tuned"
     assert main(["train", str(folder), *TRAIN, "--init-from", "dp-merf-cifar10-public-base", "--out", str(out)]) == 2
     captured = capsys.readouterr()
-    refusal = "read as RGB 48×48, but the base dp-merf-cifar10-public-base takes RGB 32×32"
-    assert refusal in captured.err
-    assert "`--image-size 32 --channels 3`" in captured.err and "recipe:" not in captured.out and not out.exists()
+    refusal = "the images are 48×48, but the base dp-merf-cifar10-public-base was fitted to 32×32 images: pass "
+    assert refusal + "--image-size 32 (read them at its size) or train without --init-from" in captured.err
+    assert "recipe:" not in captured.out and not out.exists()
 
 
 def test_the_model_is_built_once_at_the_folders_shape(tiny_recipes, tmp_path, monkeypatch):
