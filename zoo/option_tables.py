@@ -35,7 +35,7 @@ def option_table(command: Command) -> str:
         given = field.name.upper() if declared.positional else declared.flag(field.name)
         if not declared.positional and field.type not in (bool, "bool"):
             given += f" {field.name.upper()}"
-        help = declared.help.format(**fills) if fills else declared.help
+        help = declared.help_text(fills)
         if declared.choices:
             help += f" (one of: {', '.join(map(str, declared.choices))})"
         rows.append(f"| `{given}` | {_default(field)} | {_cell(help)} |")

@@ -38,6 +38,10 @@ class Option:
     def flag(self, name: str) -> str:
         return name if self.positional else f"--{name.replace('_', '-')}"
 
+    def help_text(self, fills: dict[str, str]) -> str:
+        """The help with ``fills`` completing what it names only after a registry read (``{metric_names}``)."""
+        return self.help.format(**fills) if fills else self.help
+
 
 def folder_name(argument: str) -> str:
     """A folder argument as a card records it: by its name alone, so that the card holds no path of this machine;
@@ -60,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser, request_type: type, **fills: 
     that name what the request cannot know without heavier imports (``{metric_names}``)."""
     for field, declared in options_of(request_type):
         required = field.default is dataclasses.MISSING
-        help = declared.help.format(**fills) if fills else declared.help
+        help = declared.help_text(fills)
         if declared.positional:
             parser.add_argument(field.name, help=help, type=declared.parse)
         elif field.type in (bool, "bool"):

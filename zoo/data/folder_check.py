@@ -282,16 +282,7 @@ def folder_problems(
 def check_class_folders(root: Path, suffixes: Collection[str]) -> None:
     """Refuse, in one error, every class folder of ``root`` (its ``train/`` and ``test/`` when it has both) that holds
     no image file (``suffixes``), in its sub-folders neither: the reader (``zoo.data.folders``) stops at the first."""
-    parts = [root / "train", root / "test"] if (root / "train").is_dir() and (root / "test").is_dir() else [root]
-    empty = [
-        folder
-        for part in parts
-        for folder in sorted(Path(entry.path) for entry in os.scandir(part) if entry.is_dir())
-        if not is_hidden(folder.name)
-        and not any(
-            not is_hidden(Path(name).name) and Path(name).suffix.lower() in suffixes for name in class_files(folder)[0]
-        )
-    ]
+    empty = [folder for part in _parts(root) for folder in _class_folders(part) if not _image_names(folder, suffixes)]
     if not empty:
         return
     names = ", ".join(_name(folder, root) for folder in empty)
@@ -310,28 +301,39 @@ def one_class_problem(name: str, method: str) -> Problem:
 
 
 def class_folder_names(root: Path) -> list[str]:
-    """The class folders of ``root`` (of its ``train/`` when it has ``train/`` and ``test/``), by name: hidden ones
-    left out, as the reader leaves them."""
-    part = root / "train" if (root / "train").is_dir() and (root / "test").is_dir() else root
-    return sorted(entry.name for entry in os.scandir(part) if entry.is_dir() and not is_hidden(entry.name))
+    """The class folders of ``root``'s training part (its ``train/`` when it has ``train/`` and ``test/``), by name."""
+    return [folder.name for folder in _class_folders(_parts(root)[0])]
 
 
 def header_sizes(root: Path, suffixes: Collection[str]) -> Counter[tuple[int, int]]:
-    """How many images of ``root``'s training part (``class_folder_names``) have each (height, width), as each
-    file's header states it: no pixel is decoded, so a folder of hundreds answers in a fraction of a second. A file
-    whose header cannot be read is left to the folder's report."""
-    part = root / "train" if (root / "train").is_dir() and (root / "test").is_dir() else root
+    """How many images of ``root``'s training part have each (height, width), as each file's header states it: no
+    pixel is decoded, so a folder of hundreds answers in a fraction of a second. A file whose header cannot be read
+    is left to the folder's report."""
     sizes: Counter[tuple[int, int]] = Counter()
-    for name in class_folder_names(root):
-        for file in class_files(part / name)[0]:
-            if is_hidden(Path(file).name) or Path(file).suffix.lower() not in suffixes:
-                continue
+    for folder in _class_folders(_parts(root)[0]):
+        for name in _image_names(folder, suffixes):
             try:
-                with Image.open(part / name / file) as image:
+                with Image.open(folder / name) as image:
                     sizes[(image.height, image.width)] += 1
             except (OSError, ValueError):
                 continue
     return sizes
+
+
+def _parts(root: Path) -> list[Path]:
+    """``root``'s ``train/`` and ``test/`` when it has both, else ``root`` itself (one folder per class)."""
+    return [root / "train", root / "test"] if (root / "train").is_dir() and (root / "test").is_dir() else [root]
+
+
+def _class_folders(part: Path) -> list[Path]:
+    """The class folders of a part, sorted; hidden ones left out, as the reader leaves them."""
+    return sorted(Path(entry.path) for entry in os.scandir(part) if entry.is_dir() and not is_hidden(entry.name))
+
+
+def _image_names(folder: Path, suffixes: Collection[str]) -> list[str]:
+    """The image files under a class folder (``class_files``), by their suffixes; hidden files left out."""
+    names = class_files(folder)[0]
+    return [name for name in names if not is_hidden(Path(name).name) and Path(name).suffix.lower() in suffixes]
 
 
 def class_problems(part: FolderPart, trained: Counter[int], method: str, conditional: bool) -> list[Problem]:
