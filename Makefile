@@ -12,7 +12,7 @@ export DPZOO_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/MNIST/raw),$(SHARED_DATA
 $(BIN)/.installed: pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,fid,mepf]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,fid,mepf,datasets]'
 	$(BIN)/python -c "import torch, torchvision.ops; print('torch', torch.__version__, 'torchvision', torchvision.__version__)"
 	touch $@
 

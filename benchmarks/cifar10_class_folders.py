@@ -19,9 +19,9 @@ from pathlib import Path
 
 from zoo.data.datamodule import DEFAULT_SPLIT_SEED, DEFAULT_VALIDATION_SIZE
 from zoo.data.folders import folder_parts
-from zoo.data.images import FOLDER_TREES, TREE_CLASSES
 from zoo.data.partition import train_validation_split
 from zoo.data.settings import DATA_DIR_ENV, source_data_dir
+from zoo.data.sources import named_or_refused
 
 FOLDERS = {"cifar10-classes-0-4": range(0, 5), "cifar10-classes-5-9": range(5, 10)}
 #: the held-out validation split of the CIFAR-10 recipes (zoo.data.ImageDataModule's default)
@@ -39,7 +39,7 @@ def training_files_outside_validation(tree: Path) -> list[Path]:
 def write_folder(out: Path, tree: Path, labels: range, training_files: list[Path]) -> int:
     """``out/train/<class>/<image>`` links for the kept training images of ``labels``, ``out/test/<class>``
     links to the test split's class folders; returns the number of training images."""
-    classes = {TREE_CLASSES["cifar10"][label] for label in labels}
+    classes = {named_or_refused("cifar10").classes[label] for label in labels}
     kept = [file for file in training_files if file.parent.name in classes]
     for file in kept:
         link = out / "train" / file.parent.name / file.name
@@ -58,12 +58,12 @@ def main() -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace folders written before")
     args = parser.parse_args()
     source = source_data_dir()
-    if source is None or not (source / FOLDER_TREES["cifar10"]).is_dir():
-        raise SystemExit(f"set {DATA_DIR_ENV} to the folder holding {FOLDER_TREES['cifar10']}/")
+    if source is None or not (source / named_or_refused("cifar10").settings["tree"]).is_dir():
+        raise SystemExit(f"set {DATA_DIR_ENV} to the folder holding {named_or_refused('cifar10').settings['tree']}/")
     existing = [args.out / name for name in FOLDERS if (args.out / name).exists()]
     if existing and not args.overwrite:
         raise SystemExit(f"{', '.join(map(str, existing))} exist: pass --overwrite to write them again")
-    tree = (source / FOLDER_TREES["cifar10"]).resolve()
+    tree = (source / named_or_refused("cifar10").settings["tree"]).resolve()
     training_files = training_files_outside_validation(tree)
     for name, labels in FOLDERS.items():
         shutil.rmtree(args.out / name, ignore_errors=True)

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from zoo.data.datamodule import DEFAULT_SPLIT_SEED, DEFAULT_VALIDATION_SIZE
 from zoo.data.folders import folder_parts
-from zoo.data.images import FOLDER_TREES, TREE_CLASSES
 from zoo.data.partition import train_validation_split
 from zoo.data.settings import DATA_DIR_ENV, source_data_dir
+from zoo.data.sources import named_or_refused
 
 SIZES = (25, 50, 100, 300)
 LABELS = range(5, 10)
@@ -48,10 +48,10 @@ def ranked(names: list[str]) -> list[str]:
 
 
 def cifar10_pools(source: Path) -> None:
-    tree = (source / FOLDER_TREES["cifar10"]).resolve()
+    tree = (source / named_or_refused("cifar10").settings["tree"]).resolve()
     train = folder_parts(tree)[0]
     _, validation = train_validation_split(len(train.files), DEFAULT_VALIDATION_SIZE, DEFAULT_SPLIT_SEED)
-    classes = [TREE_CLASSES["cifar10"][label] for label in LABELS]
+    classes = [named_or_refused("cifar10").classes[label] for label in LABELS]
     by_class = {name: [] for name in classes}
     for index in validation.tolist():
         file = train.files[index]
@@ -183,7 +183,7 @@ def main() -> None:
     if args.command == "pools":
         source = source_data_dir()
         if source is None:
-            sys.exit(f"set {DATA_DIR_ENV} to the folder holding {FOLDER_TREES['cifar10']}/")
+            sys.exit(f"set {DATA_DIR_ENV} to the folder holding {named_or_refused('cifar10').settings['tree']}/")
         cifar10_pools(source)
         fashion_pools()
     elif args.command == "cell":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import os
 import shutil
 from pathlib import Path
 
@@ -83,3 +85,43 @@ def write_messy_folder(root: Path, seed: int = 0) -> Path:
     for stray in STRAY_FILES:
         (root / stray).write_text("stray")
     return root
+
+
+def write_table(root: Path, table: Path) -> Path:
+    """A table of the images of the flat folder ``root`` (columns ``path``, relative to the table's folder, and
+    ``species``, the class folder's name): CSV or Parquet by ``table``'s suffix."""
+    rows = [
+        (os.path.relpath(file, table.parent), file.parent.name)
+        for file in sorted(root.glob("*/*"))
+        if file.suffix in (".png", ".jpg")
+    ]
+    table.parent.mkdir(parents=True, exist_ok=True)
+    if table.suffix == ".csv":
+        with table.open("w", newline="") as out:
+            csv.writer(out).writerows([("path", "species"), *rows])
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as parquet
+
+        parquet.write_table(pa.table({"path": [p for p, _ in rows], "species": [s for _, s in rows]}), table)
+    return table
+
+
+def write_saved_dataset(root: Path, target: Path) -> Path:
+    """The images of ``root`` (``write_image_folder``'s layout) as a ``datasets`` dataset written by
+    ``save_to_disk``: a ``DatasetDict`` of ``train`` and ``test`` where ``root`` has them, with an ``Image`` column
+    and a ``ClassLabel``."""
+    import datasets
+
+    def split(folder: Path) -> datasets.Dataset:
+        files = sorted(file for file in folder.glob("*/*") if file.suffix in (".png", ".jpg"))
+        classes = sorted({file.parent.name for file in files})
+        features = datasets.Features({"image": datasets.Image(), "label": datasets.ClassLabel(names=classes)})
+        rows = {"image": [str(file) for file in files], "label": [classes.index(file.parent.name) for file in files]}
+        return datasets.Dataset.from_dict(rows, features=features)
+
+    if (root / "test").is_dir():
+        datasets.DatasetDict({name: split(root / name) for name in ("train", "test")}).save_to_disk(str(target))
+    else:
+        split(root).save_to_disk(str(target))
+    return target

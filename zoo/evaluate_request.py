@@ -22,8 +22,9 @@ class EvaluateRequest:
 
     model: str = option("model id, folder, or hf-hub:org/name", positional=True, spell=folder_name)
     dataset: str | None = option(
-        "real data to compare with: a named dataset, or an image folder (evaluated on its test/ part, or the held-out "
-        "part its model recorded); default: the named dataset the model was trained on, as its config.json records "
+        "real data to compare with: a named dataset, or local data as dpzoo train takes it (a folder, a table, a saved "
+        "datasets dataset: evaluated on its test part, or the held-out part its model recorded); default:"
+        " the named dataset the model was trained on, as its config.json records "
         "it (a model trained on your own folder needs the folder given)",
         None,
         spell=folder_name,

@@ -49,14 +49,15 @@ from zoo.data.folder_check import (
     ignored_names,
     inspect_part,
 )
+from zoo.data.folder_part import names_root
 from zoo.data.folders import (
     FolderPart,
     FolderSplit,
-    folder_parts,
     read_part,
     split_by_pixels,
     subset,
 )
+from zoo.data.sources import FOLDER, LocalImages, check_local, local_parts
 from zoo.errors import UserError
 from zoo.fit import TrainedRun, interrupted_checkpoint, resume_command, run_recipe, say
 from zoo.forecast import CLEAR, release_sigma
@@ -102,6 +103,8 @@ class FolderPlan:
     """What ``dpzoo train`` found in a folder and chose for it, before any training."""
 
     root: Path
+    #: what the data at ``root`` was recognised as (``zoo.data.sources``)
+    kind: LocalImages
     #: the training part's facts, then the test part's where the folder has ``test/``
     inspected: list[PartFacts]
     choice: Choice
@@ -140,6 +143,7 @@ class FolderPlan:
             "channels": self.channels,
             "convert": request.convert,
             "classes": list(request.classes) if request.classes else None,
+            **{name: value for name, value in request.columns().items() if value},
         }
         if len(self.inspected) == 1:
             folder["test_fraction"] = HELD_OUT
@@ -196,8 +200,9 @@ class FolderPlan:
 
 
 def train_folder(folder: str, method: str, epsilon: float, **options: Any) -> Path:
-    """Train ``method`` at (``epsilon``, ``delta``) on the image folder ``folder`` and save it in ``out``
-    (default ``out/<folder>-<method>``); returns the model folder. ``options``: those of
+    """Train ``method`` at (``epsilon``, ``delta``) on the images at ``folder`` (a folder of class folders, a CSV or
+    Parquet table, a saved ``datasets`` dataset: ``zoo.data.sources``) and save it in ``out`` (default
+    ``out/<folder>-<method>``); returns the model folder. ``options``: those of
     ``zoo.train_request.TrainRequest`` (``delta``, ``out``, ``max_steps``, ``convert``, ...). Every bad input is
     refused before any work, and before the summary."""
     request = TrainRequest(folder, method, epsilon, **options)
@@ -233,7 +238,8 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
     follows the images' pixels, so the training counts of each class are known once they decode: while other
     problems stand, a class is counted by all its files."""
     root, classes, image_size, channels = request.root, request.classes, request.image_size, request.channels
-    train_part, test_part = folder_parts(root, classes)
+    kind = check_local(root, request.image_column, request.label_column)
+    train_part, test_part = local_parts(root, classes, request.image_column, request.label_column)
     parts = [train_part, *([test_part] if test_part else [])]
     inspected = [inspect_part(part) for part in parts]
     facts = [f for part in inspected for f in part.readable()]
@@ -267,7 +273,7 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
         counts = [trained[label] for label in range(len(train_part.classes))]
         shape = choose_shape(request.method, used_channels, sigma, counts, request.release_size)
         base = _base_choice(request, used_channels, choice.size, sigma, counts)
-    return FolderPlan(root, inspected, choice, used_channels, split, trained, shape, base)
+    return FolderPlan(root, kind, inspected, choice, used_channels, split, trained, shape, base)
 
 
 @dataclass(frozen=True)
@@ -343,17 +349,22 @@ def _unchecked_public_data(init_from: str) -> list[Problem]:
 
 def _summary(plan: FolderPlan, convert: str | None) -> str:
     """The data as it will be used, before any work."""
-    root, inspected, choice, trained = plan.root, plan.inspected, plan.choice, plan.trained
+    inspected, choice, trained = plan.inspected, plan.choice, plan.trained
     train = inspected[0].part
+    root = names_root(plan.root, train)
     test = inspected[1].part if len(inspected) > 1 else subset(train, plan.split.held_out)
     kept = Counter(test.labels)
     width = max(len("class"), *(len(name) for name in train.classes)) + 2
-    layout = "train/ and test/" if len(inspected) > 1 else "one folder per class, no test/"
+    if plan.kind.name == FOLDER:
+        layout = "train/ and test/" if len(inspected) > 1 else "one folder per class, no test/"
+    else:
+        layout = f"{plan.kind.title}{', with a test split' if len(inspected) > 1 else ''}"
     lines = [
-        f"{root.resolve().name}: {len(train.classes)} classes ({layout})",
+        f"{plan.root.resolve().name}: {len(train.classes)} classes ({layout})",
         f"  {'class':<{width}}training  held out",
     ]
     lines += [f"  {name:<{width}}{trained[k]:>8,}  {kept[k]:>8,}" for k, name in enumerate(train.classes)]
+    lines += [f"  {line}" for line in _look_alike_classes(train.classes)]
     facts = [f for part in inspected for f in part.readable()]
     grey, transparent = sum(f.grey for f in facts), sum(f.transparent for f in facts)
     sizes = Counter(f.size for f in facts).most_common()
@@ -375,13 +386,14 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
     if lost:
         lines.append(f"  {lost}")
     how = (
-        "the folder's test/"
+        ("the folder's test/" if plan.kind.name == FOLDER else "its test split")
         if len(inspected) > 1
         else f"each image with chance {HELD_OUT:.0%}, by a hash of its pixels, so that copies stay together"
     )
+    given = "FOLDER" if plan.kind.name == FOLDER else shlex.quote(str(plan.root))
     lines.append(
         f"held out for evaluation: {counted(len(test.files), 'image')} ({how}): never trained on, not among "
-        "the records the ledger protects; `dpzoo evaluate MODEL --dataset FOLDER` uses them"
+        f"the records the ledger protects; `dpzoo evaluate MODEL --dataset {given}` uses them"
     )
     validation = len(plan.split.validation)
     rest = f" ({validation:,} more kept for validation, not protected)" if validation else ""
@@ -395,6 +407,20 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
     if plan.base is not None:
         lines.append(plan.base.line)
     return "\n".join(lines)
+
+
+def _look_alike_classes(classes: tuple[str, ...]) -> list[str]:
+    """Classes whose names differ only in case or surrounding spaces (``AIRPLANE`` beside ``airplane``, a label
+    column typed by hand): trained as different classes, which the user may not mean."""
+    groups: dict[str, list[str]] = {}
+    for name in classes:
+        groups.setdefault(name.strip().casefold(), []).append(name)
+    return [
+        f"classes {' and '.join(names)} differ only in case or spaces: they are trained as {len(names)} classes "
+        "(spell them alike to make them one)"
+        for names in groups.values()
+        if len(names) > 1
+    ]
 
 
 def _before_training(

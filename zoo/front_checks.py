@@ -13,21 +13,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from zoo.data.conversion import pixels
 from zoo.data.folder_check import check_class_folders, class_folder_names, header_sizes, one_class_problem
 from zoo.data.folder_part import IMAGE_SUFFIXES
-from zoo.errors import MissingFileError, UnknownModelError, UserError
+from zoo.data.sources import FOLDER, check_local
+from zoo.errors import UnknownModelError, UserError
 from zoo.privacy.parameters import DEFAULT_DELTA, check_delta, check_epsilon
 from zoo.public_bases import base_image_shape, base_shape_problems
+from zoo.recipes import RECIPES, method_recipes, recipe_files
 from zoo.release.save_target import check_save_target
 from zoo.release_shapes import shape_names
 
-#: the recipes ``dpzoo train`` chooses from (``zoo.recipes``): configs/<method>_<dataset>_eps<ε>.yaml for the named
-#: image datasets
-RECIPES = Path(__file__).resolve().parents[1] / "configs"
-IMAGE_RECIPE = re.compile(r"(?P<method>.+?)_(?:cifar10|mnist|fashion_mnist)_eps[^_]+\.yaml")
 #: the prefix of a dataset id the local record index names (a user's folder), never a dataset evaluate knows by name
 LOCAL_PREFIX = "local:"
 
@@ -62,8 +58,7 @@ def image_methods() -> list[str] | None:
     (an installed wheel: the recipe choice then says where they are)."""
     if not RECIPES.is_dir():
         return None
-    found = (IMAGE_RECIPE.fullmatch(path.name) for path in RECIPES.glob("*.yaml"))
-    return sorted({match["method"].replace("_", "-") for match in found if match})
+    return sorted({recipe.method for recipe in recipe_files()})
 
 
 def check_image_method(method: str) -> None:
@@ -80,8 +75,10 @@ def check_image_method(method: str) -> None:
 
 
 def default_out(folder: str | Path, method: str) -> Path:
-    """Where ``dpzoo train`` saves the model unless ``--out`` says: ``out/<folder's name>-<method>``."""
-    return Path("out") / f"{Path(folder).expanduser().resolve().name}-{method}"
+    """Where ``dpzoo train`` saves the model unless ``--out`` says: ``out/<folder's name>-<method>`` (a table's name
+    without its suffix)."""
+    data = Path(folder).expanduser().resolve()
+    return Path("out") / f"{data.stem if data.is_file() else data.name}-{method}"
 
 
 def check_train(
@@ -99,6 +96,8 @@ def check_train(
     overwrite: bool = False,
     classes: Sequence[str] | None = None,
     release_size: str | None = None,
+    image_column: str | None = None,
+    label_column: str | None = None,
 ) -> Path:
     """Every option of ``dpzoo train`` that can be checked without reading an image, before any work; returns the
     folder the model will be saved in (``zoo.release.save_target``: new, empty, or a model's with ``overwrite``)."""
@@ -112,26 +111,28 @@ def check_train(
     check_image_method(method)
     check_release_size(method, release_size)
     root = Path(folder).expanduser()
-    if not root.exists():
-        raise MissingFileError(f"no image folder at {root}")
-    if not root.is_dir():
-        raise UserError(f"{root} is a file; pass the folder that holds one sub-folder per class")
+    is_folder = check_local(root, image_column, label_column).name == FOLDER
     if init_from:
-        check_base_shape(root, init_from, image_size, channels)
+        check_base_shape(root, init_from, image_size, channels, is_folder)
     target = check_save_target(Path(out) if out else default_out(root, method), overwrite)
-    if not classes:  # a class given by --classes may hold no images: the class counts refuse it, with its images read
+    if is_folder and not classes:  # a class given by --classes may hold no images: the class counts refuse it
         check_class_folders(root, IMAGE_SUFFIXES)
-    check_class_count(root, method, classes)
+    if is_folder:
+        check_class_count(root, method, classes)
     return target
 
 
-def check_base_shape(root: Path, init_from: str, image_size: int | None, channels: int | None) -> None:
+def check_base_shape(
+    root: Path, init_from: str, image_size: int | None, channels: int | None, is_folder: bool = True
+) -> None:
     """The base (``--init-from``, resolved) against the images, from its config.json before a pixel is read: against
     the ``--image-size`` and ``--channels`` given, else against the one size every image's header states, which a
-    base fitted at another size cannot draw (the recipe's own size, where the images' sizes differ, is checked once
-    they are read: ``zoo.folder_training.plan_folder``)."""
+    base fitted at another size cannot draw (the recipe's own size, where the images' sizes differ, and the sizes of
+    a table's or dataset's images are checked once they are read: ``zoo.folder_training.plan_folder``)."""
     _, height, width = base_image_shape(init_from)  # an unknown id is refused here
     if image_size is None and channels is None:
+        if not is_folder:
+            return
         sizes = header_sizes(root, IMAGE_SUFFIXES)
         if len(sizes) != 1 or set(sizes) & {(height, width), (width, height)}:  # (a rotated photo's header)
             return
@@ -162,9 +163,7 @@ def check_class_count(root: Path, method: str, classes: Sequence[str] | None) ->
 
 def trains_per_class(method: str) -> bool:
     """Whether ``method``'s image recipes train one model per class (read from the recipe files, without torch)."""
-    found = (IMAGE_RECIPE.fullmatch(path.name) for path in RECIPES.glob("*.yaml"))
-    paths = [RECIPES / match[0] for match in found if match and match["method"].replace("_", "-") == method]
-    return any("per_class" in (yaml.safe_load(path.read_text()) or {}) for path in paths)
+    return any("per_class" in recipe.settings for recipe in method_recipes(method))
 
 
 def check_release_size(method: str, release_size: str | None) -> None:

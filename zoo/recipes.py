@@ -6,6 +6,7 @@ that no recipe fits is answered with a ``Problem`` naming the options, never wit
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -15,12 +16,9 @@ import yaml
 
 from zoo.data.conversion import pixels
 from zoo.data.folder_check import Fix, Problem
-from zoo.data.images import IMAGE_SHAPES
+from zoo.data.sources import NamedImages, by_channels, named, named_sources
 
 RECIPES = Path(__file__).resolve().parents[1] / "configs"
-#: the named datasets whose recipes stand for a kind of image, preferred first
-DATASETS = {3: ("cifar10",), 1: ("mnist", "fashion_mnist")}
-DATASET_NAMES = {"cifar10": "CIFAR-10", "mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}
 #: how far (as a ratio of sides) a folder's images may be from a recipe's and still take it as they are
 NEAR = (0.5, 1.5)
 YOUR_RECIPE = Fix(command="dpzoo fit --config RECIPE.yaml --images FOLDER", what="a recipe of your own")
@@ -32,12 +30,20 @@ class RecipeFile:
     which ``dpzoo train`` chooses; not the objects a recipe builds (``zoo.recipe_cli.Recipe``)."""
 
     path: Path
+    method: str
+    #: the named set it was written for (``zoo.data.sources``)
     dataset: str
     epsilon: float
 
     @property
     def image_shape(self) -> tuple[int, int, int]:
-        return IMAGE_SHAPES[self.dataset]
+        return self.source.image_shape
+
+    @property
+    def source(self) -> NamedImages:
+        source = named(self.dataset)
+        assert source is not None  # recipe_files reads only the named sets' recipes
+        return source
 
     @cached_property
     def settings(self) -> dict[str, Any]:
@@ -57,17 +63,27 @@ class Choice:
     reason: str
 
 
-def method_recipes(method: str) -> list[RecipeFile]:
-    """The method's recipes for the named datasets (``configs/<method>_<dataset>_eps<ε>.yaml``)."""
-    prefix = method.replace("-", "_")
+def recipe_files() -> list[RecipeFile]:
+    """Every method's recipes for the named sets (``configs/<method>_<dataset>_eps<ε>.yaml``, the method's ``-``
+    spelt ``_``), by the sets' order, then by name. Read from the file names, without torch."""
+    names = "|".join(re.escape(name) for name in named_sources())
+    pattern = re.compile(rf"(?P<method>.+?)_(?P<dataset>{names})_eps(?P<epsilon>[^_]+)\.yaml")
     recipes = []
-    for dataset in IMAGE_SHAPES:
-        for path in sorted(RECIPES.glob(f"{prefix}_{dataset}_eps*.yaml")):
-            try:
-                recipes.append(RecipeFile(path, dataset, float(path.stem.rpartition("_eps")[2])))
-            except ValueError:
-                continue  # eps10000-style names only; anything else is not an ε recipe
-    return recipes
+    for path in sorted(RECIPES.glob("*.yaml")):
+        found = pattern.fullmatch(path.name)
+        try:
+            epsilon = float(found["epsilon"]) if found else None
+        except ValueError:
+            continue  # eps10000-style names only; anything else is not an ε recipe
+        if found and epsilon is not None:
+            recipes.append(RecipeFile(path, found["method"].replace("_", "-"), found["dataset"], epsilon))
+    order = list(named_sources())
+    return sorted(recipes, key=lambda recipe: order.index(recipe.dataset))
+
+
+def method_recipes(method: str) -> list[RecipeFile]:
+    """The method's recipes for the named sets (``recipe_files``)."""
+    return [recipe for recipe in recipe_files() if recipe.method == method]
 
 
 def choose_recipe(
@@ -76,14 +92,14 @@ def choose_recipe(
     """The recipe for ``channels``-channel images of (height, width) ``size`` (None: the sizes differ, so
     they are read at the recipe's); ``size_given``: the user set it, so it is kept whatever the recipe's."""
     recipes = method_recipes(method)
-    kinds = [dataset for dataset in DATASETS[channels] if any(r.dataset == dataset for r in recipes)]
+    kinds = [dataset for dataset in by_channels().get(channels, ()) if any(r.dataset == dataset for r in recipes)]
     if not kinds:
         return _no_recipe(method, channels, recipes)
     candidates = [r for r in recipes if r.dataset == kinds[0]]
     recipe = min(candidates, key=lambda r: (abs(math.log(r.epsilon / epsilon)), r.epsilon))
     _, height, width = recipe.image_shape
     own = pixels((height, width))
-    kind = f"{'colour' if channels == 3 else 'grey'} images ({DATASET_NAMES[recipe.dataset]}, {own})"
+    kind = f"{'colour' if channels == 3 else 'grey'} images ({recipe.source.title}, {own})"
     at = f"written for ε = {recipe.epsilon:g}, run at" if recipe.epsilon != epsilon else "at"
     at = f"{at} ε = {epsilon:g}"
     reason = f"{method}'s recipe for {kind}, {at}"

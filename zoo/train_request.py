@@ -24,7 +24,12 @@ class TrainRequest:
     """``dpzoo train FOLDER --method M --epsilon E`` and its options, as Python values (the flags' names with
     ``_`` for ``-``); each field declares its flag, help and card spelling (``zoo.request_options``)."""
 
-    folder: str = option("the image folder", positional=True, spell=_folder_name)
+    folder: str = option(
+        "the images: a folder of class folders, a CSV or Parquet table of image paths and labels, or a Hugging Face "
+        "datasets dataset saved to disk (save_to_disk)",
+        positional=True,
+        spell=_folder_name,
+    )
     method: str = option(
         "an image method with recipes in configs/, e.g. dp-mepf (best measured on colour photos) or dp-merf"
     )
@@ -70,11 +75,22 @@ class TrainRequest:
     )
     #: train from scratch where ``dpzoo train`` would start from a public base (``zoo.public_bases``)
     no_base: bool = option("train from scratch where dpzoo train would start a small folder from a public base", False)
+    #: a table's or a ``datasets`` dataset's columns (``zoo.data.sources``; default: image/file_name/path…, label)
+    image_column: str | None = option(
+        "a table's or dataset's column of images (default: its Image feature, else image, file_name or path)", None
+    )
+    label_column: str | None = option(
+        "a table's or dataset's column of labels (default: its ClassLabel, else label)", None
+    )
     overwrite: bool = option("replace a model already in --out", False, on_card=False)
 
     @property
     def root(self) -> Path:
         return Path(self.folder).expanduser()
+
+    def columns(self) -> dict[str, str | None]:
+        """The columns given, as ``ImageFolderDataModule`` takes them."""
+        return {"image_column": self.image_column, "label_column": self.label_column}
 
     def check(self) -> Path:
         """Every option that can be checked without reading an image or importing torch; returns the folder the
@@ -93,6 +109,7 @@ class TrainRequest:
             overwrite=self.overwrite,
             classes=self.classes,
             release_size=self.release_size,
+            **self.columns(),
         )
 
     def card_command(self) -> str:

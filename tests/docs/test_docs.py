@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.docs.snippets import REFUSED_LANGUAGES, ROOT, RUN_LANGUAGES, Block, all_blocks, bash_commands, blocks, pages
-from tests.folders import write_image_folder
+from tests.folders import write_image_folder, write_saved_dataset, write_table
 
 STEPS = "2"
 SAMPLES = "30"
@@ -117,8 +117,8 @@ def random_inception(monkeypatch):
 
 class Runner:
     """Runs blocks in a fresh working folder that holds the image folders the docs name (3 classes of 32×32
-    colour images), with the shipped checkpoints copied so that ``--write-card`` or ``dpzoo model-cards`` never
-    touch the repository's."""
+    colour images), tables of one of them and a saved ``datasets`` copy of another, with the shipped checkpoints
+    copied so that ``--write-card`` or ``dpzoo model-cards`` never touch the repository's."""
 
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         import zoo
@@ -131,6 +131,10 @@ class Runner:
         write_image_folder(tmp_path / "my-images", per_class=10, size=(32, 32), test_per_class=3)
         write_image_folder(tmp_path / "more-images", per_class=10, size=(32, 32), seed=1)
         write_image_folder(tmp_path / "public-images", per_class=10, size=(32, 32), seed=2)
+        write_image_folder(tmp_path / "photos", per_class=14, size=(32, 32), seed=3)
+        for table in ("photos.csv", "photos.parquet"):  # the images of photos/, labels in a column `species`
+            write_table(tmp_path / "photos", tmp_path / table)
+        write_saved_dataset(tmp_path / "my-images", tmp_path / "my-dataset")  # its train and test splits
         for name in ("evaluate", "audit"):
             monkeypatch.setattr(zoo, name, _shrunk(getattr(zoo, name), runs=1, epochs=1))
         self.namespace: dict = {"__name__": "__main__"}

@@ -75,8 +75,8 @@ def test_cli_evaluate_writes_json_and_records_in_the_card(data_dir, tmp_path, ca
     from zoo.privacy import DPCallback
 
     class NamedToy(ToyData):
-        """Records of a named source (in ``NAMED_SOURCES``): a card may publish numbers against MNIST's test split,
-        public and apart."""
+        """Records of a named source (listed by ``named_sources``): a card may publish numbers against MNIST's test
+        split, public and apart."""
 
         records_identity = "fashion_mnist/train#0123456789abcdef"
 

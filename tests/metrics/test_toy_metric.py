@@ -31,7 +31,7 @@ def toy_fid(run, names):
 
 
 class NamedToy(ToyData):
-    """Records of a named source (Fashion-MNIST's, in ``zoo.privacy.records.NAMED_SOURCES``): a card may publish
+    """Records of a named source (Fashion-MNIST's, listed by ``zoo.privacy.records.named_sources``): a card may publish
     numbers against MNIST's test split, public and apart."""
 
     records_identity = "fashion_mnist/train#0123456789abcdef"

@@ -16,14 +16,16 @@ from tests.conftest import SHARED_DATA
 from tests.folders import write_image_folder
 from tests.zoo.test_checkpoints import SHIPPED
 from zoo.data import DataNotFoundError, ImageDataModule, load_images
-from zoo.data.images import TREE_CLASSES
+from zoo.data.sources import named_or_refused
 from zoo.release.registry import checkpoints_dir
 
 
 @pytest.fixture
 def tiny_tree(tmp_path, monkeypatch):
     """A CIFAR-10-shaped tree of a few images per class, standing for the real one."""
-    write_image_folder(tmp_path / "cifar10-images", 3, (32, 32), classes=TREE_CLASSES["cifar10"], test_per_class=2)
+    write_image_folder(
+        tmp_path / "cifar10-images", 3, (32, 32), classes=named_or_refused("cifar10").classes, test_per_class=2
+    )
     monkeypatch.setenv("DPZOO_DATA_DIR", str(tmp_path))
     return tmp_path
 

@@ -43,6 +43,7 @@ def refusals(tmp_path):
     one_class.mkdir(parents=True)
     (one_class / "tabby.png").write_bytes(b"")  # not read: the class count alone refuses it
     (tmp_path / "file").write_text("")
+    (tmp_path / "scans.csv").write_text("file,diagnosis\nscans/a.png,benign\n")
     trained = tmp_path / "trained"
     trained.mkdir()
     (trained / "model.safetensors").write_bytes(b"")
@@ -62,6 +63,16 @@ def refusals(tmp_path):
         ([*train, "1", "--out", str(trained)], "already holds a model; pass --overwrite to replace it"),
         ([*train, "1", "--init-from", "no-such-base"], "unknown model 'no-such-base'"),
         (["train", str(tmp_path / "missing"), *train[2:], "1"], f"no image folder at {tmp_path / 'missing'}"),
+        (
+            ["train", str(tmp_path / "scans.csv"), *train[2:], "1"],
+            "scans.csv has no column 'label' (its columns: file, diagnosis): name it with label_column (dpzoo train "
+            "--label-column)",
+        ),
+        (
+            ["train", str(tmp_path / "scans.csv"), *train[2:], "1", "--image-column", "scan"],
+            "scans.csv has no column 'scan' (its columns: file, diagnosis)",
+        ),
+        (["train", str(tmp_path / "file"), *train[2:], "1"], "file is a file of none of the kinds dpzoo reads"),
         (["train", str(texts), *train[2:], "1"], "2 class folders hold no images (.png, .jpg, .jpeg, .bmp, .webp)"),
         (["train", str(one_class.parent), *train[2:], "1"], "one class (cats): dp-merf is class-conditional"),
         (

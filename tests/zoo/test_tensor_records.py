@@ -11,7 +11,7 @@ from tests.zoo.test_shared_records import QUIET, pld_epsilon, trained_merf
 from zoo.data import ImageDataModule
 from zoo.data.tensors import TensorDataModule
 from zoo.privacy.private_data import DeclaredPrivateData
-from zoo.privacy.records import NAMED_SOURCES, disjoint_by_name, named_source, shared_records
+from zoo.privacy.records import disjoint_by_name, named_source, shared_records
 from zoo.privacy.summary import privacy_metadata
 
 
@@ -65,12 +65,13 @@ def test_no_id_makes_a_named_dataset_unless_its_source_is_in_the_fixed_list(reco
 
 def test_the_fixed_list_names_every_named_dataset_table_and_public_network():
     from lightning_modules.nets.public_networks import PUBLIC_NETWORKS
-    from zoo.data.images import IMAGE_DATASETS
+    from zoo.data.sources import named_sources as image_sources
     from zoo.data.tables import TABLES
+    from zoo.privacy.records import named_sources
 
-    expected = {f"{name}/{split}" for name in IMAGE_DATASETS for split in ("train", "test")}
+    expected = {f"{name}/{split}" for name in image_sources() for split in ("train", "test")}
     expected |= {f"{table}/train" for table in TABLES} | {n.training_data_id for n in PUBLIC_NETWORKS.values()}
-    assert NAMED_SOURCES == expected
+    assert named_sources() == expected
 
 
 class BareDataModule(pl.LightningDataModule):

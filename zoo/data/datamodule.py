@@ -6,8 +6,9 @@ import pytorch_lightning as pl
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
-from zoo.data.images import IMAGE_DATASETS, IMAGE_SHAPES, load_images
+from zoo.data.images import load_images
 from zoo.data.partition import train_validation_split
+from zoo.data.sources import NamedImages, named_or_refused
 from zoo.errors import UserError
 from zoo.privacy.parameters import check_sample_rate
 from zoo.privacy.record_index import register_named
@@ -20,7 +21,8 @@ DEFAULT_SPLIT_SEED = 0
 
 
 class ImageDataModule(pl.LightningDataModule):
-    """MNIST, Fashion-MNIST or CIFAR-10, optionally one class only (a disjoint partition).
+    """A named image set (``zoo.data.sources``: MNIST, Fashion-MNIST, CIFAR-10), optionally one class only (a
+    disjoint partition).
 
     The training split minus ``validation_size`` held-out images is the private data,
     served by Poisson sampling at ``sample_rate``. The validation split is carved from
@@ -39,10 +41,9 @@ class ImageDataModule(pl.LightningDataModule):
         eval_batch_size: int = 1000,
     ) -> None:
         super().__init__()
-        if dataset not in IMAGE_DATASETS:
-            raise UserError(f"unknown image dataset {dataset!r}; known: {sorted(IMAGE_DATASETS)}")
-        if label is not None and label not in range(10):
-            raise UserError(f"label must be a class in 0..9 or None, got {label!r}")
+        classes = named_or_refused(dataset).num_classes
+        if label is not None and label not in range(classes):
+            raise UserError(f"label must be a class in 0..{classes - 1} or None, got {label!r}")
         self.dataset = dataset
         self.sample_rate = check_sample_rate(sample_rate)
         self.label = label
@@ -68,12 +69,17 @@ class ImageDataModule(pl.LightningDataModule):
             self.eval_batch_size,
         )
 
-    #: every named dataset has 10 classes
-    num_classes = 10
+    @property
+    def source(self) -> NamedImages:
+        return named_or_refused(self.dataset)
+
+    @property
+    def num_classes(self) -> int:
+        return self.source.num_classes
 
     @property
     def image_shape(self) -> tuple[int, int, int]:
-        return IMAGE_SHAPES[self.dataset]
+        return self.source.image_shape
 
     @property
     def partition_of(self) -> str | None:
@@ -99,7 +105,7 @@ class ImageDataModule(pl.LightningDataModule):
         return identity
 
     def _source(self) -> str:
-        return f"{self.dataset}/train"
+        return self.source.records_source("train")
 
     def _whole_id(self) -> str:
         return f"{self._source()}[seed={self.split_seed},minus-validation={self.validation_size}]"

@@ -82,7 +82,7 @@ class FolderProblems(ImageFolderError):
         super().__init__(self.render(spelling))
 
     def render(self, spell: Spelling) -> str:
-        lines = [f"{self.root} cannot be used as it is ({len(self.problems)} to fix, all listed):"]
+        lines = [f"{shown_root(self.parts)} cannot be used as it is ({len(self.problems)} to fix, all listed):"]
         for problem in self.problems:
             lines.append(f"  - {problem.text}: {' or '.join(fix.render(spell) for fix in problem.fixes)}")
         suggested = [problem.fixes[0] for problem in self.problems]
@@ -100,6 +100,13 @@ class FolderProblems(ImageFolderError):
 def common_root(parts: Sequence[FolderPart]) -> Path:
     """The folder the parts lie in (``root`` of ``root/train`` and ``root/test``)."""
     return Path(os.path.commonpath([p.root for p in parts]))
+
+
+def shown_root(parts: Sequence[FolderPart]) -> Path:
+    """The data the parts were read from, as the user gave it: the table or saved dataset whose rows they are, else
+    the folder they lie in."""
+    sources = {part.source for part in parts}
+    return sources.pop() if len(sources) == 1 and None not in sources else common_root(parts)  # type: ignore[return-value]
 
 
 def ignored_names(parts: Sequence[FolderPart], root: Path) -> tuple[str, ...]:

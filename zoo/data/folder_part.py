@@ -26,6 +26,9 @@ class FolderPart:
     labels: tuple[int, ...]
     #: files that are not images, relative to ``root`` (named wherever the folder is described)
     ignored: tuple[str, ...] = ()
+    #: the data the part's rows come from, as the user gave it (a table, a saved dataset: ``zoo.data.row_parts``);
+    #: None for a folder's part, which is the data
+    source: Path | None = None
 
     def cache_key(self, size: tuple[int, int] | None, channels: int | None, convert: str | None = None) -> str:
         """Changes with any file's path, size or mtime, or with the decoding options."""
@@ -55,3 +58,10 @@ def class_files(folder: Path) -> tuple[list[str], list[str]]:
         folders[:] = [name for name in folders if not is_hidden(name)]
         files += [(relative / name).as_posix() for name in names if os.path.isfile(os.path.join(path, name))]
     return sorted(files), sorted(skipped)
+
+
+def names_root(data: Path, part: FolderPart) -> Path:
+    """The folder the files of ``part`` are named relative to wherever the data is described: the folder given (of
+    ``train/`` and ``test/``, or of the classes), else the part's own root (a table's folder, the cache a ``datasets``
+    dataset's images were written to: ``zoo.data.row_parts``)."""
+    return data if data.is_dir() and part.root.is_relative_to(data) else part.root

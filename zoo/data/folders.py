@@ -88,6 +88,13 @@ def folder_parts(root: str | Path, classes: Sequence[str] | None = None) -> tupl
     return _part(root, classes), None
 
 
+def folder_source_parts(
+    root: Path, classes: Sequence[str] | None, image_column: str | None, label_column: str | None
+) -> tuple[FolderPart, FolderPart | None]:
+    """``folder_parts`` as the registry of sources reads local data (``zoo.data.sources``: a folder has no columns)."""
+    return folder_parts(root, classes)
+
+
 def _check_classes(classes: Sequence[str]) -> tuple[str, ...]:
     names = tuple(classes)
     if not names or any(not isinstance(n, str) or not n or "/" in n for n in names) or len(set(names)) < len(names):
@@ -146,7 +153,7 @@ def warn_ignored(*parts: FolderPart | None) -> None:
 def subset(part: FolderPart, indices: Sequence[int]) -> FolderPart:
     """The files of ``part`` at ``indices``, as a part of its own (a held-out split)."""
     files, labels = tuple(part.files[i] for i in indices), tuple(part.labels[i] for i in indices)
-    return FolderPart(part.root, part.classes, files, labels)
+    return FolderPart(part.root, part.classes, files, labels, source=part.source)
 
 
 @dataclass(frozen=True)

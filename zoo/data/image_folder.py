@@ -1,4 +1,5 @@
-"""Your own images as private data: a folder of class sub-folders, any size, grey or RGB."""
+"""Your own images as private data: a folder of class sub-folders, a CSV or Parquet table of image paths, or a saved
+``datasets`` dataset (``zoo.data.sources``), any size, grey or RGB."""
 
 from __future__ import annotations
 
@@ -16,16 +17,17 @@ from torch.utils.data import DataLoader
 from zoo.data.byte_images import ByteImages
 from zoo.data.conversion import check_convert, preprocessing_rule
 from zoo.data.folder_check import duplicates_lines
+from zoo.data.folder_part import names_root
 from zoo.data.folders import (
     SPLIT_RULE,
     DecodedImages,
     FolderSplit,
     check_image_size,
-    folder_parts,
     read_part,
     split_by_pixels,
     warn_ignored,
 )
+from zoo.data.sources import check_local, local_parts
 from zoo.errors import DPZooWarning, UserError
 from zoo.privacy import record_index
 from zoo.privacy.parameters import check_sample_rate
@@ -42,7 +44,10 @@ RECORD_RULE = (
 class ImageFolderDataModule(pl.LightningDataModule):
     """Images in ``root/<class>/*.{png,jpg,jpeg,bmp,webp}`` (classes are the sorted folder names; a class folder's
     sub-folders are part of it, hidden ones and ``__MACOSX`` excepted), or in ``root/train/<class>/...`` and
-    ``root/test/<class>/...``; the test part is for evaluation only.
+    ``root/test/<class>/...``; the test part is for evaluation only. ``root`` may also be any local source
+    ``zoo.data.sources`` recognises: a CSV or Parquet table of image paths and labels, or a ``datasets`` dataset saved
+    to disk (its ``test`` split held out), read from ``image_column`` and ``label_column`` where the defaults do not
+    fit; its rows become files as a folder's are, and everything below holds unchanged.
 
     A record is an image, not a file: files with the same pixels (a ``photo (1).jpg`` copy, or one photo filed in two
     classes) are one record, trained once as the first of them in class and file order, and named in a warning
@@ -80,6 +85,8 @@ class ImageFolderDataModule(pl.LightningDataModule):
         convert: str | None = None,
         test_fraction: float = 0.0,
         classes: Sequence[str] | None = None,
+        image_column: str | None = None,
+        label_column: str | None = None,
     ) -> None:
         super().__init__()
         if channels not in (None, 1, 3):
@@ -94,7 +101,9 @@ class ImageFolderDataModule(pl.LightningDataModule):
         self.eval_batch_size = eval_batch_size
         self.cache = cache
         self.convert = check_convert(convert)
-        self.train_part, self.test_part = folder_parts(self.root, classes)
+        self.source = check_local(self.root, image_column, label_column).name
+        self.columns = {"image": image_column, "label": label_column}
+        self.train_part, self.test_part = local_parts(self.root, classes, image_column, label_column)
         if isinstance(test_fraction, bool) or not 0 <= test_fraction < 1:
             raise UserError(f"test_fraction must be a fraction in [0, 1), got {test_fraction!r}")
         if test_fraction and self.test_part is not None:
@@ -174,7 +183,7 @@ class ImageFolderDataModule(pl.LightningDataModule):
         """The training part's files that hold one image: a sentence saying what is trained of them, then the
         groups (``a.png = b.png``, one a line or packed); empty when every file holds another image."""
         groups = self.folder_split().duplicates
-        return duplicates_lines(self.train_part, groups, self.root) if groups else []
+        return duplicates_lines(self.train_part, groups, names_root(self.root, self.train_part)) if groups else []
 
     def file_sides(self) -> dict[str, str]:
         """Each training-part file's side of the splits ("train", "validation" or "test"), by its path within
@@ -235,6 +244,8 @@ class ImageFolderDataModule(pl.LightningDataModule):
         self.setup()
         return {
             "name": self.root.resolve().name,
+            "source": self.source,
+            **({"columns": self.columns} if any(self.columns.values()) else {}),
             "records": self.records_identity,
             "classes": list(self.classes),
             "images": len(self.train_set),

@@ -1,12 +1,13 @@
-"""The named image datasets (MNIST, Fashion-MNIST, CIFAR-10) as in-memory tensors: torchvision's
-loaders online; offline, ``DPZOO_DATA_DIR`` in torchvision's layout (MNIST, Fashion-MNIST) or as an
-image-folder tree (``cifar10-images/{train,test}/<class>/*.jpg``, read by ``zoo.data.folders``)."""
+"""The named image sets (``zoo.data.sources``) as in-memory tensors: torchvision's loaders online; offline,
+``DPZOO_DATA_DIR`` in torchvision's layout or, for a set that names a ``tree``, as an image-folder tree
+(``<tree>/{train,test}/<class>/*.jpg``, read by ``zoo.data.folders``)."""
 
 from __future__ import annotations
 
 import gzip
 import shutil
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -15,70 +16,60 @@ from torchvision import datasets
 from zoo.data.byte_images import ByteImages
 from zoo.data.folders import folder_parts, read_part
 from zoo.data.settings import DATA_DIR_ENV, DataNotFoundError, cache_dir, source_data_dir
-from zoo.errors import UserError
-
-IMAGE_DATASETS = {"mnist": datasets.MNIST, "fashion_mnist": datasets.FashionMNIST, "cifar10": datasets.CIFAR10}
-IMAGE_SHAPES = {"mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28), "cifar10": (3, 32, 32)}
-#: datasets that come, offline, as an image-folder tree under DPZOO_DATA_DIR, and their classes in label order
-FOLDER_TREES = {"cifar10": "cifar10-images"}
-TREE_CLASSES = {
-    "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"),
-}
+from zoo.data.sources import NamedImages, named_or_refused
 
 
 def load_images(name: str, train: bool) -> tuple[Tensor, Tensor]:
-    """Images as float32 in [0, 1] with shape (N, C, H, W) (``IMAGE_SHAPES``), and int64 labels."""
-    dataset_class = _dataset_class(name)
+    """The named set's images (``zoo.data.sources``) as float32 in [0, 1] with shape (N, C, H, W), and int64 labels."""
+    return named_or_refused(name).load(train)
+
+
+def load_named(source: NamedImages, train: bool) -> tuple[Tensor, Tensor]:
+    """A named set's loader: torchvision's ``settings["torchvision"]`` class online; offline, its ``raw/`` files or,
+    where the source names a ``tree``, an image-folder tree under ``DPZOO_DATA_DIR``."""
+    dataset_class = getattr(datasets, source.settings["torchvision"])
     root = cache_dir() / "torchvision"
-    source = source_data_dir()
-    if name in FOLDER_TREES:
-        return _folder_tree(name, train) if source is not None else _download_rgb(name, root, train)
-    if source is not None:
-        _decompress_into(source, root, dataset_class)
+    data_dir = source_data_dir()
+    tree = source.settings.get("tree")
+    if tree is not None:
+        return _folder_tree(source, tree, train) if data_dir is not None else _download_rgb(source, root, train)
+    if data_dir is not None:
+        _decompress_into(data_dir, root, dataset_class)
         dataset = dataset_class(str(root), train=train, download=False)
     else:
-        try:
-            dataset = dataset_class(str(root), train=train, download=True)
-        except Exception as error:  # network failures come in many types
-            raise DataNotFoundError(
-                f"could not download {name} into {root} ({error}). Without internet, point "
-                f"{DATA_DIR_ENV} at a folder holding {dataset_class.__name__}/raw/*.gz (torchvision's layout)."
-            ) from error
+        dataset = _download(source, dataset_class, root, train)
     images = dataset.data.unsqueeze(1).float().div_(255.0)
     return images, dataset.targets.long()
 
 
-def _folder_tree(name: str, train: bool) -> tuple[Tensor, Tensor]:
-    tree = source_data_dir() / FOLDER_TREES[name]
+def _download(source: NamedImages, dataset_class: type[datasets.MNIST], root: Path, train: bool) -> Any:
+    try:
+        return dataset_class(str(root), train=train, download=True)
+    except Exception as error:  # network failures come in many types
+        raise DataNotFoundError(
+            f"could not download {source.name} into {root} ({error}). Without internet, point {DATA_DIR_ENV} at "
+            f"{source.offline_help}."
+        ) from error
+
+
+def _folder_tree(source: NamedImages, tree_name: str, train: bool) -> tuple[Tensor, Tensor]:
+    tree = source_data_dir() / tree_name
     if not tree.is_dir():
         raise DataNotFoundError(
-            f"{tree} is missing: {DATA_DIR_ENV} must hold {FOLDER_TREES[name]}/{{train,test}}/<class>/*.jpg for "
-            f"{name} offline; unset it to download instead."
+            f"{tree} is missing: {DATA_DIR_ENV} must be {source.offline_help} for {source.name} offline; unset it to "
+            "download instead."
         )
     part = folder_parts(tree)[0 if train else 1]
-    if part is None or part.classes != TREE_CLASSES[name]:
-        raise DataNotFoundError(f"{tree} must hold train/ and test/, each with the classes {TREE_CLASSES[name]}")
+    if part is None or part.classes != source.classes:
+        raise DataNotFoundError(f"{tree} must hold train/ and test/, each with the classes {source.classes}")
     decoded = read_part(part)
     return ByteImages(decoded.images, decoded.labels).tensors
 
 
-def _download_rgb(name: str, root: Path, train: bool) -> tuple[Tensor, Tensor]:
-    try:
-        dataset = IMAGE_DATASETS[name](str(root), train=train, download=True)
-    except Exception as error:  # network failures come in many types
-        raise DataNotFoundError(
-            f"could not download {name} into {root} ({error}). Without internet, point {DATA_DIR_ENV} at a "
-            f"folder holding {FOLDER_TREES[name]}/{{train,test}}/<class>/*.jpg."
-        ) from error
+def _download_rgb(source: NamedImages, root: Path, train: bool) -> tuple[Tensor, Tensor]:
+    dataset = _download(source, getattr(datasets, source.settings["torchvision"]), root, train)
     images = torch.from_numpy(dataset.data).permute(0, 3, 1, 2).float().div_(255)
     return images, torch.tensor(dataset.targets, dtype=torch.int64)
-
-
-def _dataset_class(name: str) -> type[datasets.MNIST]:
-    try:
-        return IMAGE_DATASETS[name]
-    except KeyError:
-        raise UserError(f"unknown image dataset {name!r}; known: {sorted(IMAGE_DATASETS)}") from None
 
 
 def _decompress_into(source: Path, root: Path, dataset_class: type[datasets.MNIST]) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from zoo.data.sources import named, named_sources
+
 if TYPE_CHECKING:
     from zoo.metrics.runs import ImageRun
 
 Results = dict[str, dict[str, Any]]
 
-#: dpzoo's LeNet was trained on MNIST and Fashion-MNIST: its features say nothing about other images
-LENET_DATASETS = ("mnist", "fashion_mnist")
 #: the classifiers that ``cas`` trains (each ``cas_<classifier>`` trains one)
 CAS_CLASSIFIERS = ("lr", "mlp", "cnn")
 
@@ -53,7 +53,6 @@ def cas(run: ImageRun, names: tuple[str, ...]) -> Results:
 def closeness(run: ImageRun, names: tuple[str, ...]) -> Results:
     """How close samples are to the held-out images, class by class, on the scale of each class's average picture
     (``zoo.metrics.closeness``: the verdict ``dpzoo train`` prints)."""
-    from zoo.data.images import IMAGE_DATASETS
     from zoo.metrics.closeness import ESTIMATOR, closeness_to_held_out
 
     measured = closeness_to_held_out(run.model, run.test, seed=run.seed)
@@ -64,7 +63,7 @@ def closeness(run: ImageRun, names: tuple[str, ...]) -> Results:
         "reference": measured.held_out,
         "reference_set": run.test.description,
     }
-    if run.dataset not in IMAGE_DATASETS:
+    if named(run.dataset) is None:
         protocol["not_covered"] = (
             "computed on the data owner's held-out images, which the stated (ε, δ) does not cover: the number is "
             "published at the owner's request"
@@ -108,20 +107,24 @@ def audit(run: ImageRun, names: tuple[str, ...]) -> Results:
 
 
 def lenet_only(dataset: str) -> str | None:
-    """Why a LeNet metric cannot run against ``dataset``: any but the digits and clothes it was trained on."""
-    if dataset in LENET_DATASETS:
+    """Why a LeNet metric cannot run against ``dataset``: any but the named sets it was trained on (``lenet``)."""
+    if dataset in lenet_sets():
         return None
+    trained = " and ".join(named(name).title for name in lenet_sets())  # type: ignore[union-attr]
     return (
-        "dpzoo's LeNet was trained on MNIST and Fashion-MNIST digits and clothes: its features mean nothing for the "
-        f"images of {dataset}. Use fid or kid (torch-fidelity's Inception)"
+        f"dpzoo's LeNet was trained on {trained}: its features mean nothing for the images of {dataset}. Use fid or "
+        "kid (torch-fidelity's Inception)"
     )
+
+
+def lenet_sets() -> tuple[str, ...]:
+    """The named sets dpzoo's LeNet was trained on: its features say nothing about other images."""
+    return tuple(name for name, source in named_sources().items() if source.lenet)
 
 
 def named_only(dataset: str) -> str | None:
     """Why the audit cannot run against ``dataset``: an image folder, whose member split no ledger rebuilds."""
-    from zoo.data.images import IMAGE_DATASETS
-
-    if dataset in IMAGE_DATASETS:
+    if named(dataset) is not None:
         return None
     return (
         "the audit rebuilds the member split of a named dataset from the model's ledger; for an image folder, run "

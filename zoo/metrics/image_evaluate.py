@@ -1,4 +1,4 @@
-"""Evaluation of image generators against MNIST, Fashion-MNIST, CIFAR-10 or an image folder's held-out images
+"""Evaluation of image generators against a named set's test split or local data's held-out images
 (registered with ``zoo.metrics.datasets``): the image metrics' specs (``zoo.metrics.specs``) are checked, then
 computed on one ``ImageRun``."""
 
@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from zoo.data.images import IMAGE_DATASETS
+from zoo.data.sources import named, named_sources
 from zoo.methods import DPGenerativeModel
 from zoo.metrics.classifiers import ACCURACY_UNIT
 from zoo.metrics.computation import check_requested, compute
 from zoo.metrics.datasets import Evaluator, register_evaluator
-from zoo.metrics.image_computations import LENET_DATASETS
-from zoo.metrics.reference import ReferenceImages, is_image_folder, reference_images
+from zoo.metrics.image_computations import lenet_sets
+from zoo.metrics.reference import ReferenceImages, is_local_images, reference_images
 from zoo.metrics.runs import ImageRun
 from zoo.release.metric_spec import metric_spec
 from zoo.shapes import DataShapeError
@@ -93,12 +93,13 @@ def _check_model_fits(
 
 register_evaluator(
     Evaluator(
-        datasets=tuple(IMAGE_DATASETS),
+        datasets=tuple(named_sources()),
         data="images",
         task_type="image-generation",
         run=evaluate_images,
         options=("runs", "epochs", "feature_extractor_weights_path", "label", "audit_size", "reference"),
-        accepts=is_image_folder,
-        default_metrics=lambda dataset: ("fid_lenet", "cas") if dataset in LENET_DATASETS else ("fid", "cas"),
+        # a set registered after this one (a test's) and any local data: a folder, a table, a saved dataset
+        accepts=lambda dataset: named(dataset) is not None or is_local_images(dataset),
+        default_metrics=lambda dataset: ("fid_lenet", "cas") if dataset in lenet_sets() else ("fid", "cas"),
     )
 )

@@ -29,8 +29,9 @@ import numpy as np
 from torch import Tensor
 
 from zoo.data.byte_images import ByteImages
-from zoo.data.folders import FolderPart, folder_parts, held_out_indices, read_part, subset
-from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.data.folders import FolderPart, held_out_indices, read_part, subset
+from zoo.data.images import load_images
+from zoo.data.sources import local_kind, local_parts, named, named_or_refused
 from zoo.errors import UserError
 from zoo.metrics.publication import UnpublishableMetricError
 from zoo.privacy import PrivacyLedger, record_index
@@ -76,14 +77,15 @@ class ReferenceImages:
         return ReferenceImages(self.images[keep], self.labels[keep], description, self.classes, self.protected)
 
 
-def is_image_folder(dataset: str) -> bool:
-    """A dataset argument that names a folder rather than a named dataset."""
-    return dataset not in IMAGE_DATASETS and Path(dataset).expanduser().is_dir()
+def is_local_images(dataset: str) -> bool:
+    """A dataset argument that names local data (a folder, a table, a saved ``datasets`` dataset: ``zoo.data.sources``)
+    rather than a named set."""
+    return named(dataset) is None and local_kind(dataset) is not None
 
 
 def dataset_name(dataset: str) -> str:
-    """``dataset`` as a card records it: a named dataset as it is, a folder by its name (no local path)."""
-    return dataset if dataset in IMAGE_DATASETS else Path(dataset).expanduser().resolve().name
+    """``dataset`` as a card records it: a named dataset as it is, local data by its name (no local path)."""
+    return dataset if named(dataset) is not None else Path(dataset).expanduser().resolve().name
 
 
 def reference_images(
@@ -98,10 +100,10 @@ def reference_images(
     without ``test/``, the held-out part it recorded, read at the model's ``image_shape`` and as its training
     images were read (the recorded ``convert``). Checked against the records ``ledger`` protects (the module
     docstring); without a ledger nothing is protected."""
-    if dataset in IMAGE_DATASETS:
+    if named(dataset) is not None:
         return _named_split(dataset, reference or TEST, ledger)
     held_out = (recorded or {}).get("held_out") or {}
-    test, name = _folder_reference(dataset, reference, (recorded or {}).get("classes"), held_out)
+    test, name = _folder_reference(dataset, reference, recorded or {}, held_out)
     size, channels = (None, None) if image_shape is None else (tuple(image_shape[1:]), image_shape[0])
     decoded = read_part(test, size, channels, convert=held_out.get("convert"))  # type: ignore[arg-type]
     images, labels = ByteImages(decoded.images, decoded.labels).tensors
@@ -120,7 +122,7 @@ def check_held_out(
     """Before any work, for a card: refuse a folder given by path (``--reference PATH``) before reading an image,
     and evaluation images that share a record with those ``ledger`` protects, or that this machine cannot show
     do not (``reference_images``)."""
-    if dataset not in IMAGE_DATASETS and _given_folder_reason(reference):
+    if named(dataset) is None and _given_folder_reason(reference):
         raise UnpublishableMetricError(
             f"a model card publishes only numbers computed against images the model never saw, and a folder given "
             f"as --reference ({dataset_name(str(reference))}) cannot be shown to be such: "
@@ -148,17 +150,17 @@ def _given_folder_reason(reference: str | None) -> str | None:
 
 
 def _protected_reason(
-    keys: Callable[[], np.ndarray], ledger: PrivacyLedger | None, named: str | None = None
+    keys: Callable[[], np.ndarray], ledger: PrivacyLedger | None, named_split: str | None = None
 ) -> str | None:
     """Why numbers computed against images (their record ``keys``, computed only when needed) may not be
-    published: some are records ``ledger`` protects, or this machine cannot show none are. ``named``: the
+    published: some are records ``ledger`` protects, or this machine cannot show none are. ``named_split``: the
     images' public identity when they are a named dataset's split (``mnist/test``), whose records a public fact
     may show apart from the protected ones (``zoo.privacy.records.disjoint_by_name``)."""
     keys = functools.cache(keys)
     uses = [entry.use for entry in ledger.entries] if ledger else []
     uses += [(None, release.dataset_id) for release in (ledger.pac_releases if ledger else [])]
     for records, dataset_id in uses:
-        if named is not None and disjoint_by_name((named, named), (records, dataset_id)):
+        if named_split is not None and disjoint_by_name((named_split, named_split), (records, dataset_id)):
             continue
         shared = None if records is None else record_index.shared_keys(records, keys())
         if shared is None:
@@ -173,19 +175,21 @@ def _protected_reason(
 
 
 def _folder_reference(
-    dataset: str, reference: str | None, classes: list[str] | None, held_out: dict[str, Any]
+    dataset: str, reference: str | None, recorded: dict[str, Any], held_out: dict[str, Any]
 ) -> tuple[FolderPart, str]:
-    """The folder part that holds the evaluation images of the folder ``dataset`` (with the model's ``classes``,
-    when it recorded them), and its name for a card."""
+    """The part that holds the evaluation images of the local data ``dataset`` (read with the model's classes and
+    columns, where it ``recorded`` them: ``ImageFolderDataModule.card_data``), and its name for a card."""
+    classes = recorded.get("classes")
+    columns = recorded.get("columns") or {}
     if reference == TRAIN:
         raise UserError(
             f"the training images of {dataset} are the records a model trained on it protects: an FID against "
             "them would publish a statistic of those records and reward memorisation. Evaluate against its test/ "
             "part, the held-out part its model recorded, or --reference PATH of held-out images"
         )
-    train, test = folder_parts(dataset, classes)
+    train, test = local_parts(dataset, classes, columns.get("image"), columns.get("label"))
     if reference is not None and reference != TEST:
-        given, _ = folder_parts(reference, classes)
+        given, _ = local_parts(reference, classes)
         if given.classes != train.classes:
             raise UserError(
                 f"the reference {reference} has classes {list(given.classes)}, the data {dataset} has "
@@ -211,11 +215,12 @@ def _named_split(dataset: str, split: str, ledger: PrivacyLedger | None) -> Refe
             f"{dataset} is evaluated against its official '{TEST}' split (the default) or its '{TRAIN}' split (the "
             f"field's FID protocol, a local diagnostic), not {split!r}: a folder reference is for image folders"
         )
+    source = named_or_refused(dataset)
     images, labels = load_images(dataset, train=split == TRAIN)
     if split == TEST:
         keys = lambda: tensor_keys(images)  # noqa: E731
-        protected = _protected_reason(keys, ledger, named=f"{dataset}/{TEST}")
-        return ReferenceImages(images, labels, f"{dataset} official test split", protected=protected)
+        protected = _protected_reason(keys, ledger, named_split=source.records_source(TEST))
+        return ReferenceImages(images, labels, source.test_description, protected=protected)
     description = f"{dataset} official training split ({len(labels)} images)"
     return ReferenceImages(images, labels, description, protected=training_split_reason(dataset))
 

@@ -11,7 +11,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from zoo.data.images import IMAGE_DATASETS, load_images
+from zoo.data.images import load_images
+from zoo.data.sources import named_sources
 from zoo.metrics.inception_fid import inception_extractor, inception_features, kid_subset
 from zoo.metrics.inception_weights import offline_inception_weights
 from zoo.metrics.reference_statistics import SHIPPED_DIR, ReferenceStatistics, weights_sha256
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> None:
     """Compute and store the statistics of a named dataset's split with the offline FID Inception."""
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--dataset", required=True, choices=sorted(IMAGE_DATASETS))
+    parser.add_argument("--dataset", required=True, choices=sorted(named_sources()))
     parser.add_argument("--split", default="test", choices=("test",), help="only test splits: no model protects them")
     parser.add_argument("--out", type=Path, default=SHIPPED_DIR)
     args = parser.parse_args(argv)

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from zoo.data import load_images, train_validation_split
 from zoo.data.datamodule import DEFAULT_SPLIT_SEED, DEFAULT_VALIDATION_SIZE
 from zoo.metrics.extractors import LeNet, extractor_weights
+from zoo.metrics.image_computations import lenet_sets
 
 
 def held_out_validation_images(dataset: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,7 +49,7 @@ def train_lenet(dataset: str, epochs: int = 15, seed: int = 0) -> tuple[LeNet, f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="mnist", choices=["mnist", "fashion_mnist"])
+    parser.add_argument("--dataset", default="mnist", choices=lenet_sets())
     parser.add_argument("--epochs", type=int, default=15)
     args = parser.parse_args()
     network, accuracy = train_lenet(args.dataset, args.epochs)

@@ -13,16 +13,17 @@ fact shows them apart (``disjoint_by_name``: named datasets of different sources
 the checks made before any work, which publish nothing (``shared_records``: no record both protected and
 declared public, no evaluation reference that holds a protected record).
 
-Only the sources in ``NAMED_SOURCES``, a fixed list, are named datasets: a use is never taken for one because
-of how its id reads. A datamodule that declares no records identity is given one from its records' content
-(``content_identity``), so that its uses link by content as a folder's do. An entry written before identities
-were recorded is matched by its dataset id's name before the split (``mnist/train[seed=0,...]``), and only
-when that name is in the list.
+Only the sources ``named_sources`` lists, fixed by their declarations (``zoo.data.sources``), are named datasets: a
+use is never taken for one because of how its id reads. A datamodule that declares no records identity is given one
+from its records' content (``content_identity``), so that its uses link by content as a folder's do. An entry written
+before identities were recorded is matched by its dataset id's name before the split (``mnist/train[seed=0,...]``),
+and only when that name is in the list.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 from collections.abc import Sized
 from typing import Any
 
@@ -35,16 +36,16 @@ from zoo.privacy import record_index
 
 DIGEST_CHARS = 16
 
-#: the sources whose universe of records is public and fixed (``zoo.data``'s named datasets and tables, and the
-#: training data of the public networks): the only uses a public fact can show apart. A test checks it against
-#: zoo.data and the public networks.
-NAMED_SOURCES = frozenset(
-    {
-        *(f"{name}/{split}" for name in ("mnist", "fashion_mnist", "cifar10") for split in ("train", "test")),
-        *(f"{table}/train" for table in ("lifesci", "gaussians", "half_moons", "pinwheel")),
-        "imagenet-1k/train",
-    }
-)
+#: the module that declares the sources whose universe of records is public and fixed, imported on the first lookup
+#: (as ``zoo.methods`` finds the methods): the privacy core names no dataset
+SOURCES_MODULE = "zoo.data.sources"
+
+
+def named_sources() -> frozenset[str]:
+    """The sources whose universe of records is public and fixed (``zoo.data.sources.named_record_sources``: the named
+    sets' splits and tables, the public networks' training data): the only uses a public fact can show apart. A test
+    checks it against zoo.data and the public networks."""
+    return importlib.import_module(SOURCES_MODULE).named_record_sources()
 
 
 def records_identity(source: str, kept: Tensor) -> str:
@@ -99,10 +100,10 @@ def _records_source(records: str | None, dataset_id: str) -> str | None:
 
 
 def named_source(records: str | None, dataset_id: str) -> str | None:
-    """The named dataset a use draws on: its source when that is in ``NAMED_SOURCES``, else None (whatever the
+    """The named dataset a use draws on: its source when ``named_sources`` lists it, else None (whatever the
     identity or the id says: a name is not a fact about the records)."""
     source = _records_source(records, dataset_id)
-    return source if source in NAMED_SOURCES else None
+    return source if source in named_sources() else None
 
 
 def disjoint_by_name(first: tuple[str | None, str], second: tuple[str | None, str]) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from zoo.data.sources import local_sources
 from zoo.errors import UserError
 from zoo.headline import HEADLINE_KEY, headline_disagreement
 from zoo.methods import DPGenerativeModel, method_class
@@ -73,6 +74,8 @@ PRIVACY_UNITS: dict[str, str] = {"images": "one image", "rows": "one table row"}
 #: the rows of a card's Data section (``config["data"]``, all optional), in this order
 DATA_LABELS = {
     "name": "name",
+    "source": "read from",
+    "columns": "columns",
     "records": "records: this folder in the trainer's record index",
     "classes": "classes",
     "images": "training images",
@@ -203,6 +206,8 @@ def data_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
         "records": lambda records: (
             f"`{records}` (the privacy ledger below names its training part `{records}/train[…]`)"
         ),
+        "source": _source_text,
+        "columns": lambda columns: ", ".join(f"{kind}s: `{name}`" for kind, name in columns.items() if name),
         "classes": lambda classes: f"{len(classes)}: " + ", ".join(map(str, classes)),
         "images": lambda images: f"{images:,}",
         "image_shape": lambda shape: "×".join(map(str, shape)),
@@ -213,6 +218,12 @@ def data_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
         for key, label in DATA_LABELS.items()
         if data.get(key) is not None
     ]
+
+
+def _source_text(kind: str) -> str:
+    """The kind of local data, in words (``zoo.data.sources``)."""
+    source = local_sources().get(kind)
+    return source.title if source is not None else kind
 
 
 def _held_out_text(held_out: dict[str, Any]) -> str:
