@@ -14,7 +14,6 @@ from tests.folders import write_image_folder
 from zoo.cli import main
 from zoo.data import ImageDataModule, sources
 from zoo.data.sources import NamedImages, named_sources, register_named
-from zoo.metrics import evaluate, record_evaluation
 from zoo.privacy import DPBudget
 from zoo.privacy.records import disjoint_by_name
 from zoo.privacy.records import named_sources as named_records
@@ -99,10 +98,9 @@ def test_a_named_set_declared_here_reaches_the_recipes_train_evaluate_and_the_ca
         model_for_data(DPMERF(**DPMERF.tiny_recipe().architecture), data), data, DPBudget(1.0), max_steps=2, **QUIET
     )
     saved = save_pretrained(model, tmp_path / "toy-model")
-    assert main(["evaluate", str(saved), "--metrics", "cas_lr", "--num-samples", "30", "--runs", "1"]) == 0
+    evaluate = ["evaluate", str(saved), "--dataset", TOY, "--metrics", "cas_lr", "--num-samples", "30", "--runs", "1"]
+    assert main([*evaluate, "--write-card"]) == 0
     assert f"{TOY} official test split" in capsys.readouterr().out
-    evaluation = evaluate(saved, TOY, metrics=("cas_lr",), num_samples=30, runs=1, progress=False)
-    record_evaluation(saved, evaluation, f"dpzoo evaluate toy-model --dataset {TOY} --metrics cas_lr")
     (row,) = load_config(saved)["evaluation"]["results"]
     assert row["dataset_name"] == TOY and f"{TOY} official test split" in (saved / "README.md").read_text()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def check_columns(path: Path, image_column: str | None, label_column: str | None
 
 
 def datasets_parts(
-    path: Path, classes: Any, image_column: str | None, label_column: str | None
+    path: Path, classes: Sequence[str] | None, image_column: str | None, label_column: str | None
 ) -> tuple[FolderPart, FolderPart | None]:
     """The training split, and the test split where the dataset has one, with the training split's classes."""
     columns = check_columns(path, image_column, label_column)
@@ -55,7 +56,7 @@ def datasets_parts(
     return train, None if test is None else _part(path, TEST, test, columns, train.classes)
 
 
-def _part(path: Path, split: str, dataset: Any, columns: Columns, classes: Any) -> FolderPart:
+def _part(path: Path, split: str, dataset: Any, columns: Columns, classes: Sequence[str] | None) -> FolderPart:
     import datasets
 
     feature = dataset.features[columns.label]

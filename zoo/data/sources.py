@@ -11,18 +11,20 @@ Records identity. A named set's records are described by a fixed public descript
 local source is read into a ``zoo.data.folder_part.FolderPart`` (files and labels), decoded by the folder machinery,
 and named by this machine's record index from each image's pixels (``zoo.privacy.record_index``): the same images
 through a folder, a table naming the same files or a ``datasets`` copy get the same ``local:`` name, and their uses
-compose in the ledger. Only a ``NamedImages`` is ever taken for a named dataset
+compose in the ledger. In-memory tensors (``zoo.data.tensors.TensorDataModule``, Python only) are named by their
+content the same way. Only a ``NamedImages`` is ever taken for a named dataset
 (``zoo.privacy.records.named_sources``)."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo.data.folder_part import FolderPart
 from zoo.data.settings import DataNotFoundError
 from zoo.errors import UserError
 
@@ -112,8 +114,8 @@ class LocalImages:
     recognises: Callable[[Path], bool]
     #: ``module:function`` ``(path, classes, image_column, label_column) -> (train FolderPart, test FolderPart | None)``
     parts: str
-    #: ``(path, image_column, label_column) -> None``: refuses a wrong column before any work, naming those that exist
-    check_columns: Callable[[Path, str | None, str | None], None] | None = None
+    #: ``(path, image_column, label_column)``: refuses a wrong column before any work, naming those that exist
+    check_columns: Callable[[Path, str | None, str | None], object] | None = None
     #: the modules it needs beyond the core, and the extra that installs them
     needs: tuple[str, ...] = ()
     extra: str = ""
@@ -228,10 +230,10 @@ def check_local(data: str | Path, image_column: str | None = None, label_column:
 
 def local_parts(
     data: str | Path,
-    classes: Any = None,
+    classes: Sequence[str] | None = None,
     image_column: str | None = None,
     label_column: str | None = None,
-) -> tuple[Any, Any]:
+) -> tuple[FolderPart, FolderPart | None]:
     """The (train, test) ``FolderPart``s of the local data at ``data`` (test None: it keeps no test split)."""
     kind = check_local(data, image_column, label_column)
     return _imported(kind.parts)(Path(data).expanduser(), classes, image_column, label_column)

@@ -6,6 +6,7 @@ with pyarrow, imported when used. Torch-free."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ def check_columns(path: Path, image_column: str | None, label_column: str | None
 
 
 def table_parts(
-    path: Path, classes: Any, image_column: str | None, label_column: str | None
+    path: Path, classes: Sequence[str] | None, image_column: str | None, label_column: str | None
 ) -> tuple[FolderPart, None]:
     """The table as one part (no test split: ``dpzoo train`` keeps a held-out part, as for a folder without test/)."""
     columns = check_columns(path, image_column, label_column)
