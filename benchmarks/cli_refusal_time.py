@@ -47,6 +47,7 @@ def cases(folder: Path) -> dict[str, tuple[list[str], str]]:
         (folder / "large" / name).mkdir(parents=True)
         for index in range(300):  # a few hundred photos per class, larger than the base draws
             Image.new("RGB", (96, 96)).save(folder / "large" / name / f"{index}.png")
+    (folder / "scans.csv").write_text("file,diagnosis\n" + "".join(f"scans/{i}.png,benign\n" for i in range(600)))
     train = ["--method", "dp-merf", "--epsilon", "1"]
     push = ["push", "dp-merf-mnist-eps1", "me/model"]
     return {
@@ -60,6 +61,10 @@ def cases(folder: Path) -> dict[str, tuple[list[str], str]]:
         "train --init-from a base, --channels of another": (
             ["train", str(folder / "two"), *train, "--init-from", "dp-merf-cifar10-public-base", "--channels", "1"],
             "error",
+        ),
+        "train a table of 600 rows, a column it lacks": (
+            ["train", str(folder / "scans.csv"), *train, "--label-column", "label"],
+            "has no column 'label'",
         ),
         "push without a token": (push, "error"),
         "push with no network": ([*push, "--token", "hf_mine"], "error"),

@@ -13,13 +13,16 @@ card's place are printed."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
 import json
+import logging
 import shlex
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +88,8 @@ FLAT_WINDOW = 100
 LONG_RUN = 3600
 #: the recipes' generators that draw images of any size, so that a folder of larger images may be read larger
 ANY_SIZE_GENERATORS = ("upsampling",)
+#: the logger of Lightning's "Seed set to N" line (``_without_seed_line``)
+SEED_LOGGER = "lightning_fabric.utilities.seed"
 #: the warnings of an image folder that the summary has said already: ignored files, files that hold one image
 NAMED_IN_THE_SUMMARY = (
     r".*: ignored [\d,]+ (files? that|hidden folder)",
@@ -221,7 +226,7 @@ def train_checked(request: TrainRequest, target: Path) -> Path:
             f"(Ctrl-C) and run `{resume_command(interrupted)}`; this run replaces it if it is interrupted too"
         )
     request = plan.with_base(request)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _without_seed_line():
         for named in NAMED_IN_THE_SUMMARY:
             warnings.filterwarnings("ignore", message=named, category=UserWarning)
         recipe = parse_recipe(plan.recipe(request))
@@ -230,6 +235,24 @@ def train_checked(request: TrainRequest, target: Path) -> Path:
         )
     _after_training(run, plan, request)
     return target
+
+
+class _SeedLineFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Seed set to" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_seed_line() -> Iterator[None]:
+    """Without Lightning's "Seed set to 0" for the recipe's ``seed_everything``, which reads as the seed of the noise:
+    the summary says what the seed seeds instead (``_summary``)."""
+    logger = logging.getLogger(SEED_LOGGER)
+    quiet = _SeedLineFilter()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def plan_folder(request: TrainRequest) -> FolderPlan:
@@ -399,6 +422,12 @@ def _summary(plan: FolderPlan, convert: str | None) -> str:
     rest = f" ({validation:,} more kept for validation, not protected)" if validation else ""
     lines.append(f"training: {counted(len(plan.split.train), 'image')}{rest}")
     lines.append(f"recipe: configs/{choice.recipe.path.name}: {choice.reason}")
+    seed = choice.recipe.settings.get("seed_everything")
+    if seed is not None:
+        lines.append(
+            f"  its seed {seed} fixes the starting weights and the fit's own draws; the privacy noise and the Poisson "
+            "sampling draw from the operating system's entropy, never from a seed (zoo.privacy.randomness)"
+        )
     if plan.shape is not None:
         shape = plan.shape.shape
         lines.append(

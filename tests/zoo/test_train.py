@@ -133,6 +133,7 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
         "stay together)",
         f"training: {48 - held} images",
         "recipe: configs/dp_merf_cifar10_eps1.yaml: dp-merf's recipe for colour images (CIFAR-10, 32×32)",
+        "its seed 0 fixes the starting weights and the fit's own draws; the privacy noise and the Poisson sampling",
         "forecast: at ε = 1 each class's mean carries noise",
         "the release will be mostly noise",
         "estimated time: about",
@@ -141,6 +142,7 @@ def test_train_then_evaluate_on_the_held_out_part(cleaned, tiny_recipes, tmp_pat
     ):
         assert words in printed, words
     assert "Tip:" not in caplog.text + printed
+    assert "Seed set to" not in caplog.text + printed  # a reader takes it for the noise's seed
     config = json.loads((out / "config.json").read_text())
     data = config["data"]
     assert data["name"] == "my photos" and data["classes"] == list(MESSY_CLASSES) and data["images"] == 48 - held
