@@ -296,15 +296,28 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
         counts = [trained[label] for label in range(len(train_part.classes))]
         shape = choose_shape(request.method, used_channels, sigma, counts, request.release_size)
         base = _base_choice(request, used_channels, choice.size, sigma, counts)
+    if request.init_from:
+        base = _given_base(request, used_channels)
     return FolderPlan(root, kind, inspected, choice, used_channels, split, trained, shape, base)
 
 
 @dataclass(frozen=True)
 class BaseChoice:
     base: PublicBase
-    #: used (this machine can check the folder is not among its public data), else only proposed
+    #: dpzoo train starts from it (this machine can check the folder is not among its public data); False where it
+    #: is only proposed, or given already (``--init-from``)
     used: bool
     line: str
+
+
+def _given_base(request: TrainRequest, channels: int) -> BaseChoice:
+    """The base ``--init-from`` names, for the summary's line that says what the run starts from (with what it knows,
+    where it is the shipped base for these images)."""
+    assert request.init_from is not None
+    name = Path(request.init_from).name
+    shipped = base_for(request.method, channels)
+    knows = shipped.knows if shipped is not None and shipped.model_id == name else "its card says what it knows"
+    return BaseChoice(PublicBase(name, knows), False, f"base: {name}, as --init-from gives: {knows}")
 
 
 def _base_choice(

@@ -26,6 +26,7 @@ from zoo.front_checks import parse_duration
 from zoo.metrics import closeness
 from zoo.privacy import record_index
 from zoo.recipes import Choice, Problem, choose_recipe
+from zoo.train_request import TrainRequest
 
 #: dp-merf's recipes with a model small enough to train in seconds
 TINY_MERF = {"features": 64, "generator": "conv", "hidden": 16, "channels": [4, 2], "kernel_size": 3, "batch_size": 8}
@@ -304,3 +305,13 @@ def test_the_model_is_built_once_at_the_folders_shape(tiny_recipes, tmp_path, mo
     folder = write_image_folder(tmp_path / "shop", per_class=12, size=(32, 32))
     assert main(["train", str(folder), *TRAIN, "--out", str(tmp_path / "m"), "--max-steps", "1"]) == 0
     assert built == [((3, 32, 32), len(os.listdir(folder)))]
+
+
+def test_the_summary_names_the_base_that_init_from_gives(tmp_path):
+    from zoo.folder_training import _summary, plan_folder
+
+    folder = write_image_folder(tmp_path / "photos", per_class=12, size=(32, 32))
+    request = TrainRequest(str(folder), "dp-merf", 1.0, init_from="dp-merf-cifar10-public-base", assume_disjoint=True)
+    plan = plan_folder(request)
+    assert "\nbase: dp-merf-cifar10-public-base, as --init-from gives: its card says" in _summary(plan, None)
+    assert plan.with_base(request) == request
