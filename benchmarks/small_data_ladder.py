@@ -12,8 +12,10 @@ images), the 5-class CNN CAS (one run) and the closeness verdict; its row is app
 with the two commands. ``--release-size full`` gives the baseline rows (the shape the recipes had before the
 release was sized to the data) and ``--no-base`` a run from scratch; ``--max-steps 3000`` the recipe's full length.
 
-    python benchmarks/small_data_ladder.py pools                       # data/ladder/{cifar10,fashion}-n{25,...}
+    python benchmarks/small_data_ladder.py pools                       # data/ladder/{cifar10,fashion}-n{25,...}, tune-*
     python benchmarks/small_data_ladder.py cell --pool cifar10-n100 --epsilon 10 [-- DPZOO TRAIN OPTIONS]
+    python benchmarks/small_data_ladder.py sigma0 --pool tune-cifar10-n50  # σ = 0 on a tuning pool: is noise the limit?
+    python benchmarks/small_data_ladder.py compose --epsilons 10,10,1  # the cells sharing a record, composed
     python benchmarks/small_data_ladder.py table                       # the markdown table of every row
 """
 
@@ -36,6 +38,9 @@ from zoo.data.sources import named_or_refused
 
 SIZES = (25, 50, 100, 300)
 LABELS = range(5, 10)
+#: the tuning pools: CIFAR-10 validation images of classes 0-4 (airplane, automobile, bird, cat, deer)
+TUNING_SIZES = (50, 100)
+TUNING_LABELS = range(0, 5)
 LADDER = Path("data/ladder")
 ROWS = Path("runs/ladder/rows.jsonl")
 METRICS = "fid,cas_cnn,closeness"
@@ -48,26 +53,45 @@ def ranked(names: list[str]) -> list[str]:
 
 
 def cifar10_pools(source: Path) -> None:
+    """The ladder's pools of classes 5-9 (scored on their test split), and the tuning pools of classes 0-4 (``tune-``:
+    the base's public folder holds their training split but none of these validation images; scored on the
+    validation images of those classes outside every tuning pool), where settings are chosen."""
     tree = (source / named_or_refused("cifar10").settings["tree"]).resolve()
     train = folder_parts(tree)[0]
     _, validation = train_validation_split(len(train.files), DEFAULT_VALIDATION_SIZE, DEFAULT_SPLIT_SEED)
-    classes = [named_or_refused("cifar10").classes[label] for label in LABELS]
-    by_class = {name: [] for name in classes}
+    names = named_or_refused("cifar10").classes
+    by_class: dict[str, list[Path]] = {name: [] for name in names}
     for index in validation.tolist():
         file = train.files[index]
-        if file.parent.name in by_class:
-            by_class[file.parent.name].append(file)
+        by_class[file.parent.name].append(file)
     for size in SIZES:
         out = LADDER / f"cifar10-n{size}"
-        for name, files in by_class.items():
-            chosen = {f.name for f in files}
-            for file_name in ranked(sorted(chosen))[:size]:
-                link = out / "train" / name / file_name
-                link.parent.mkdir(parents=True, exist_ok=True)
-                link.symlink_to(tree / "train" / name / file_name)
-            (out / "test").mkdir(parents=True, exist_ok=True)
-            (out / "test" / name).symlink_to(tree / "test" / name, target_is_directory=True)
-        print(f"wrote {out}: {size} validation images per class of {', '.join(classes)}")
+        if out.exists():
+            continue
+        for label in LABELS:
+            _link_pool(out, names[label], ranked(sorted(f.name for f in by_class[names[label]]))[:size], tree)
+            (out / "test" / names[label]).symlink_to(tree / "test" / names[label], target_is_directory=True)
+        print(f"wrote {out}: {size} validation images per class of {', '.join(names[label] for label in LABELS)}")
+    for size in TUNING_SIZES:
+        out = LADDER / f"tune-cifar10-n{size}"
+        if out.exists():
+            continue
+        for label in TUNING_LABELS:
+            ranking = ranked(sorted(f.name for f in by_class[names[label]]))
+            _link_pool(out, names[label], ranking[:size], tree)
+            for file_name in ranking[max(TUNING_SIZES) :]:
+                (out / "test" / names[label]).mkdir(parents=True, exist_ok=True)
+                (out / "test" / names[label] / file_name).symlink_to(tree / "train" / names[label] / file_name)
+        tuned = ", ".join(names[label] for label in TUNING_LABELS)
+        print(f"wrote {out}: {size} validation images per class of {tuned}, scored on the others")
+
+
+def _link_pool(out: Path, name: str, file_names: list[str], tree: Path) -> None:
+    for file_name in file_names:
+        link = out / "train" / name / file_name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(tree / "train" / name / file_name)
+    (out / "test").mkdir(parents=True, exist_ok=True)
 
 
 def fashion_pools() -> None:
@@ -91,13 +115,15 @@ def fashion_pools() -> None:
     pools = {label: [f"{i:05d}" for i in validation.tolist() if int(y[i]) == label] for label in LABELS}
     for size in SIZES:
         out = LADDER / f"fashion-n{size}"
+        if out.exists():
+            continue
         chosen = [int(name) for label in LABELS for name in ranked(pools[label])[:size]]
         write(out / "train", x, y, chosen)
         write(out / "test", test_x, test_y, test)
         print(f"wrote {out}: {size} validation images per class of {', '.join(names)}")
 
 
-def run_cell(pool: str, epsilon: float, extra: list[str], tag: str | None) -> None:
+def run_cell(pool: str, epsilon: float, extra: list[str], tag: str | None, metrics: str = METRICS) -> None:
     words = [pool, f"eps{epsilon:g}", *(w.strip("-").replace("/", "_") for w in extra), *([tag] if tag else [])]
     name = "-".join(words)
     if Path("runs/ladder", name).exists():
@@ -106,13 +132,19 @@ def run_cell(pool: str, epsilon: float, extra: list[str], tag: str | None) -> No
     train = ["dpzoo", "train", str(LADDER / pool), "--method", "dp-mepf", "--epsilon", f"{epsilon:g}"]
     train += ["--out", str(out), "--overwrite", *extra]
     started = time.monotonic()
-    log = out.with_suffix(".log")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as stream:
+    with (out.parent / f"{name}.log").open("w") as stream:
         subprocess.run(train, check=True, stdout=stream, stderr=subprocess.STDOUT)
     minutes = (time.monotonic() - started) / 60
-    scores = out.with_suffix(".json")
-    evaluate = ["dpzoo", "evaluate", str(out), "--dataset", str(LADDER / pool), "--metrics", METRICS]
+    _score_and_record(name, pool, epsilon, " ".join(extra), out, train, minutes, metrics)
+
+
+def _score_and_record(
+    name: str, pool: str, epsilon: float | None, options: str, out: Path, train: list[str], minutes: float, metrics: str
+) -> None:
+    """Evaluate the model in ``out`` on the pool's test images and append its row (``epsilon`` None: σ = 0)."""
+    log, scores = out.parent / f"{name}.log", out.parent / f"{name}.json"
+    evaluate = ["dpzoo", "evaluate", str(out), "--dataset", str(LADDER / pool), "--metrics", metrics]
     evaluate += ["--num-samples", str(SAMPLES), "--runs", "1", "--json", str(scores), "--overwrite"]
     subprocess.run(evaluate, check=True, stdout=subprocess.DEVNULL)
     config = json.loads((out / "config.json").read_text())
@@ -120,10 +152,10 @@ def run_cell(pool: str, epsilon: float, extra: list[str], tag: str | None) -> No
         "cell": name,
         "pool": pool,
         "epsilon": epsilon,
-        "options": " ".join(extra),
+        "options": options,
         "base": _base(log),
         "release": _release(config),
-        "steps": _line(log, "the fit's objective stopped moving") or _line(log, "trained"),
+        "steps": _line(log, "the fit's objective stopped moving") or _line(log, "the last stage trained"),
         "minutes": round(minutes, 1),
         "scores": json.loads(scores.read_text()),
         "train": shlex.join(train),
@@ -132,6 +164,47 @@ def run_cell(pool: str, epsilon: float, extra: list[str], tag: str | None) -> No
     with ROWS.open("a") as rows:
         rows.write(json.dumps(row) + "\n")
     print(json.dumps(row))
+
+
+def run_sigma0(pool: str, shape: str, steps: int, metrics: str) -> None:
+    """The σ = 0 diagnostic of a pool (a tuning pool: it is never published): the colour recipe at ``shape``, its
+    generator fitted to the pool's exact embedding (the pool declared public, ``zoo.training.pretrain_public``) for at
+    most ``steps`` steps, stopped when flat as ``dpzoo train`` stops it, then scored as a cell. Beside the private cell
+    of the same pool and steps, it says whether the noise or the fit limits the release."""
+    import yaml
+
+    from zoo.folder_training import FLAT_WINDOW
+    from zoo.recipes import recipe_files
+    from zoo.release_shapes import shapes_for
+
+    name = f"{pool}-sigma0-{shape}-max-steps-{steps}"
+    out = Path("runs/ladder") / name
+    if out.exists():
+        sys.exit(f"{out} exists: move it away to measure the diagnostic again")
+    (recipe,) = [r for r in recipe_files() if (r.method, r.dataset, r.epsilon) == ("dp-mepf", "cifar10", 10)]
+    settings = yaml.safe_load(recipe.path.read_text())
+    (changes,) = [s.changes for s in shapes_for("dp-mepf", 3) if s.name == shape]
+    model = settings["model"]["init_args"]
+    classes = len(list((LADDER / pool / "train").iterdir()))
+    model.update({**changes, "num_classes": classes, "stop_when_flat": FLAT_WINDOW})
+    folder = {"root": str(LADDER / pool), "validation_size": 0}
+    images = {"class_path": "zoo.data.ImageFolderDataModule", "init_args": folder}
+    settings["data"] = {
+        "class_path": "zoo.data.PublicData",
+        "init_args": {"data": images, "source": f"{pool}: a tuning pool declared public for the σ = 0 diagnostic only"},
+    }
+    settings.pop("privacy")
+    settings["save_pretrained"] = str(out)
+    settings["trainer"]["max_steps"] = steps
+    config = out.parent / f"{name}.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True))
+    train = ["dpzoo", "fit", "--config", str(config)]
+    started = time.monotonic()
+    with (out.parent / f"{name}.log").open("w") as stream:
+        subprocess.run(train, check=True, stdout=stream, stderr=subprocess.STDOUT)
+    minutes = (time.monotonic() - started) / 60
+    _score_and_record(name, pool, None, f"σ = 0 diagnostic, {shape}, --max-steps {steps}", out, train, minutes, metrics)
 
 
 def _release(config: dict) -> str:
@@ -162,12 +235,23 @@ def table() -> None:
     for line in ROWS.read_text().splitlines():
         row = json.loads(line)
         scores = {name: result["value"] for name, result in row["scores"]["results"].items()}
+        budget = "σ = 0" if row["epsilon"] is None else f"{row['epsilon']:g}"
         print(
-            f"| {row['pool']} | {row['epsilon']:g} | {row['options'] or '(default)'} | {row['release']} | "
+            f"| {row['pool']} | {budget} | {row['options'] or '(default)'} | {row['release']} | "
             f"{row.get('base') or 'none'} | "
             f"{row['minutes']} | {scores.get('fid', float('nan')):.1f} | {scores.get('cas_cnn', float('nan')):.1f} | "
             f"{scores.get('closeness', float('nan')):.2f} |"
         )
+
+
+def composed(epsilons: list[float], delta: float) -> float:
+    """The ε at ``delta`` of every cell's release on one record together: the ladder's pools are nested, so a record
+    of a small pool is in every larger pool's cells too, and the published table composes their releases (each the
+    one Gaussian release of its cell, σ calibrated as ``dpzoo train`` calibrates it; PLD composition)."""
+    from zoo.forecast import release_sigma
+    from zoo.privacy.accounting import epsilon_spent
+
+    return epsilon_spent([(release_sigma(e, delta), 1.0, 1) for e in epsilons], delta, "pld")
 
 
 def main() -> None:
@@ -178,6 +262,15 @@ def main() -> None:
     cell.add_argument("--pool", required=True)
     cell.add_argument("--epsilon", type=float, required=True)
     cell.add_argument("--tag", default=None, help="a word for the cell's name, to tell two runs of one cell apart")
+    cell.add_argument("--metrics", default=METRICS, help=f"what to score (default: {METRICS})")
+    sigma0 = commands.add_parser("sigma0", help="the σ = 0 diagnostic of a tuning pool (never published)")
+    sigma0.add_argument("--pool", required=True)
+    sigma0.add_argument("--shape", default="pooled", help="the release shape to fit (default: pooled)")
+    sigma0.add_argument("--max-steps", type=int, default=800)
+    sigma0.add_argument("--metrics", default=METRICS, help=f"what to score (default: {METRICS})")
+    compose = commands.add_parser("compose", help="the ε of the cells that share a record, composed")
+    compose.add_argument("--epsilons", required=True, help="each cell's ε, comma-separated, e.g. 10,10,1")
+    compose.add_argument("--delta", type=float, default=1e-5)
     commands.add_parser("table", help="print every measured row")
     args, extra = parser.parse_known_args()
     if args.command == "pools":
@@ -187,7 +280,17 @@ def main() -> None:
         cifar10_pools(source)
         fashion_pools()
     elif args.command == "cell":
-        run_cell(args.pool, args.epsilon, [word for word in extra if word != "--"], args.tag)
+        run_cell(args.pool, args.epsilon, [word for word in extra if word != "--"], args.tag, args.metrics)
+    elif args.command == "sigma0":
+        if not args.pool.startswith("tune-"):
+            sys.exit("the σ = 0 diagnostic runs on a tuning pool (tune-…) only: its model is never published")
+        run_sigma0(args.pool, args.shape, args.max_steps, args.metrics)
+    elif args.command == "compose":
+        epsilons = [float(e) for e in args.epsilons.split(",")]
+        print(
+            f"{len(epsilons)} releases on one record together: ε = {composed(epsilons, args.delta):.3g} "
+            f"at δ = {args.delta:g}"
+        )
     else:
         table()
 

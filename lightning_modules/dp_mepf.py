@@ -17,6 +17,12 @@ The public network's weights, the part weights and the random frequencies do not
 data. Splitting the budget between the parts is the choice of w: part k's mean carries noise σ/(w_k n),
 one release, one ledger entry. (The paper releases each moment with its own Gaussian mechanism and
 its replace-one sensitivity 2c/n; under add/remove with n public the sum's sensitivity is 1.)
+
+With a part shared by all classes (``shared_weight`` s > 0, ``parts.shared_part``), the released statistic is
+E_s = Σ_i [√(1 − s²)·(w ⊙ φ(x_i)) ⊗ e_{y_i}, s·(w ⊙ φ(x_i))]: each record's term has norm
+(1 − s² + s²)^½·‖w ⊙ φ(x_i)‖ ≤ 1, so the theorem above holds unchanged (sensitivity 1, the same σ, one release, one
+ledger entry); the shared column's mean over all n images carries noise σ/(s·w_k·n), the class columns
+σ/(√(1 − s²)·w_k·n).
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ from torch import Tensor
 from lightning_modules.nets.generators import generator_from
 from lightning_modules.nets.perceptual_features import PerceptualFeatures, taps_description
 from lightning_modules.parts.mean_embedding import MeanEmbeddingGenerator
+from lightning_modules.parts.shared_part import check_shared_weight, split_release, with_shared_part
 from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import DPBudget, PrivacyBarrier, PrivacyLedger
 from zoo.privacy.ledger import PublicDataUse
+from zoo.release_shapes import class_weight
 from zoo.stages import PublicStatistic, PublicSteps, Release, Stage
 
 
@@ -59,6 +67,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         pixel_kernel_width: float = math.sqrt(20),
         feature_seed: int = 0,
         pool: int = 0,
+        shared_weight: float = 0.0,
         code_dim: int = 32,
         generator: str = "dcgan",
         generator_width: int = 32,
@@ -82,11 +91,14 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         network, never on its precision). The parts' weights (``mean_weight``, ``second_weight`` for the
         squared outputs, ``pixel_weight`` for ``pixel_features`` random Fourier features of the pixels at
         ``pixel_kernel_width``) are normalised to unit L2 norm: they split the one release's noise. ``pool`` > 0
-        average-pools each tap to a ``pool`` × ``pool`` grid before its normalisation (0 keeps the layout). The
+        average-pools each tap to a ``pool`` × ``pool`` grid before its normalisation (0 keeps the layout).
+        ``shared_weight`` s > 0 releases a part shared by all classes beside the class parts, each record's term split
+        between them with weights s and √(1 − s²) (``parts.shared_part``; 0: class parts only). The
         generator is built as DP-MERF's (``nets.generators.build_generator``; ``"upsampling"`` is the official
         DP-MEPF generator) and fitted as ``parts.mean_embedding`` describes (``balanced_labels``,
         ``residual_average_lr``, ``final_decay``, ``stop_when_flat``)."""
         super().__init__()
+        check_shared_weight(shared_weight)
         self.save_hyperparameters()
         self.num_classes = num_classes
         self.features = PerceptualFeatures(
@@ -108,6 +120,8 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         # generator (benchmarks/mepf_fit_rate.py), which dominates a step's time at the images' own input size
         self.generator = generator_from(self.hparams).to(memory_format=torch.channels_last)
         self.register_buffer("released_embedding", torch.zeros(self.features.features, num_classes))
+        if shared_weight:
+            self.register_buffer("released_shared", torch.zeros(self.features.features, 1))
         self.init_matching()
 
     def stages(self, datamodule: Any) -> list[Stage]:
@@ -128,22 +142,34 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
     @torch.no_grad()
     def _release_embedding(self, datamodule: Any, budget: DPBudget) -> None:
         total, count = self.embedding_sum(datamodule, self._weighted_features)
+        shared = self.hparams.shared_weight
+        statistic = with_shared_part(total, shared) if shared else total
+        beside = (
+            f", beside a part shared by all classes (weights {shared:g} shared, the rest by class)" if shared else ""
+        )
         noisy = budget.release(
-            total,
+            statistic,
             1.0,
             dataset_size=count,
             note=(
                 f"DP-MEPF: Σ (w ⊙ φ(x))⊗e_y over {self.features.features:,} features of {self.hparams.network} "
-                f"(parts {self.features.part_sizes}, weights {self._rounded_weights()}; each term of norm ≤ 1)"
+                f"(parts {self.features.part_sizes}, weights {self._rounded_weights()}{beside}; each term of norm ≤ 1)"
             ),
         )
-        self.released_embedding.copy_(noisy / (count * self.features.part_weights[:, None]))
+        scale = count * self.features.part_weights[:, None]
+        if shared:
+            by_class, all_classes = split_release(noisy, shared)
+            self.released_shared.copy_(all_classes / scale)
+            noisy = by_class
+        self.released_embedding.copy_(noisy / scale)
         self._record_public_network(budget.ledger)
 
     @torch.no_grad()
     def _embed_public(self, public: Any) -> None:
         total, count = self.embedding_sum(public, self.features)
         self.released_embedding.copy_(total / count)
+        if self.hparams.shared_weight:
+            self.released_shared.copy_(total.sum(dim=1, keepdim=True) / count)
         self._record_public_network(self.privacy_ledger)
 
     def _weighted_features(self, images: Tensor) -> Tensor:
@@ -198,6 +224,12 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
             f"class-conditional mean of {listed} (part weights: network {arch['mean_weight']}, squares "
             f"{arch['second_weight']}, pixels {arch['pixel_weight']}, scaled to unit norm together)"
         )
+        shared = arch.get("shared_weight", 0.0)  # shipped configs predate the shared part
+        if shared:
+            embedding += (
+                f", beside their mean over all classes (each record's term split between the two with weights "
+                f"{class_weight(shared):.3g} and {shared:g})"
+            )
         if not config["privacy_ledger"]["entries"]:
             return [f"Pretrained on the public data above: the generator fitted to the exact {embedding}."]
         return [

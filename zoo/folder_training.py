@@ -60,7 +60,7 @@ from zoo.data.folders import (
     split_by_pixels,
     subset,
 )
-from zoo.data.sources import FOLDER, LocalImages, check_local, local_parts
+from zoo.data.sources import FOLDER, LocalImages, local_parts
 from zoo.errors import UserError
 from zoo.fit import TrainedRun, interrupted_checkpoint, resume_command, run_recipe, say
 from zoo.forecast import CLEAR, release_sigma
@@ -72,7 +72,7 @@ from zoo.recipe_cli import IMAGE_FOLDER, kept_data_settings, parse_recipe
 from zoo.recipes import Choice, Problem, choose_recipe
 from zoo.release.layout import CARD_NAME, CONFIG_NAME
 from zoo.release.loading import resolve
-from zoo.release_shapes import ShapeChoice, choose_shape, shapes_for, signal_to_noise
+from zoo.release_shapes import ShapeChoice, choose_shape, class_sigma, shapes_for, signal_to_noise
 from zoo.run_plan import Provenance, RunOptions
 from zoo.train_request import TrainRequest
 
@@ -159,6 +159,8 @@ class FolderPlan:
         model.update(self.data_arguments(request))
         if self.shape is not None and self.shape.resized:
             model.update(self.shape.shape.changes)
+        if request.shared_part:
+            model["shared_weight"] = request.shared_part
         if self.stops_when_flat(request):
             model["stop_when_flat"] = FLAT_WINDOW
         budget = {"target_epsilon": request.epsilon, "delta": request.delta}
@@ -261,8 +263,7 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
     follows the images' pixels, so the training counts of each class are known once they decode: while other
     problems stand, a class is counted by all its files."""
     root, classes, image_size, channels = request.root, request.classes, request.image_size, request.channels
-    kind = check_local(root, request.image_column, request.label_column)
-    train_part, test_part = local_parts(root, classes, request.image_column, request.label_column)
+    kind, train_part, test_part = local_parts(root, classes, request.image_column, request.label_column)
     parts = [train_part, *([test_part] if test_part else [])]
     inspected = [inspect_part(part) for part in parts]
     facts = [f for part in inspected for f in part.readable()]
@@ -294,8 +295,9 @@ def plan_folder(request: TrainRequest) -> FolderPlan:
     if shapes_for(request.method, used_channels):  # a mean-embedding release: its σ, for the shape and the base
         sigma = release_sigma(request.epsilon, request.delta)
         counts = [trained[label] for label in range(len(train_part.classes))]
-        shape = choose_shape(request.method, used_channels, sigma, counts, request.release_size)
-        base = _base_choice(request, used_channels, choice.size, sigma, counts)
+        shared = request.shared_part or 0.0
+        shape = choose_shape(request.method, used_channels, sigma, counts, request.release_size, shared)
+        base = _base_choice(request, used_channels, choice.size, class_sigma(sigma, shared), counts)
     if request.init_from:
         base = _given_base(request, used_channels)
     return FolderPlan(root, kind, inspected, choice, used_channels, split, trained, shape, base)
@@ -537,7 +539,8 @@ def _verdict(
     from zoo.metrics.reference import reference_images
     from zoo.metrics.sample_spread import sample_spread
 
-    spread = f"spread: {sample_spread(model, list(plan.inspected[0].part.classes)).sentence()}"
+    from_base = request.init_from is not None
+    spread = f"spread: {sample_spread(model, list(plan.inspected[0].part.classes)).sentence(from_base)}"
     target, recorded = saved
     held_out = reference_images(str(plan.root), model.hparams.image_shape, None, recorded, model.privacy_ledger)
     if held_out.protected:
@@ -554,7 +557,7 @@ def _verdict(
     per_class = ", ".join(f"{name} {value:.2f}" for name, value in result.per_class.items())
     return [
         spread,
-        f"verdict: {result.value:.2f}, {result.sentence(trained_fully, from_base=request.init_from is not None)}",
+        f"verdict: {result.value:.2f}, {result.sentence(trained_fully, from_base=from_base)}",
         f"  (0: as close as your other held-out images; 1: no closer than each class's average picture; shipped "
         f"models score 0.22-0.73 on MNIST, 0.11-0.58 on CIFAR-10 (docs/own-data.md). By class: {per_class}. From "
         f"{len(held_out.labels):,} held-out images and {result.samples:,} samples)",

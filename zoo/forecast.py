@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.release_shapes import TARGET, forecast_ratio, shape_of, shapes_for
+from zoo.release_shapes import class_sigma, forecast_ratio, shape_of, shapes_for
 
-#: below this signal-to-noise the release is mostly noise; above CLEAR, noise is a small part of it (the signal-to-noise
-#: ``dpzoo train`` sizes a release to reach)
+#: below this signal-to-noise the release is mostly noise; above CLEAR, noise is a small part of it (``dpzoo train``
+#: sizes a release to reach the higher ``zoo.release_shapes.TARGET``, which the small-data ladder chose)
 MOSTLY_NOISE = 1.0
-CLEAR = TARGET
+CLEAR = 3.0
 
 
 @dataclass(frozen=True)
@@ -58,18 +58,20 @@ def mean_embedding_forecast(
         return None
     shape = shape_of(method, channels, dict(settings or {})) or shapes[0]
     signal = shape.signal
-    sigma = release_sigma(epsilon, delta)
+    released = release_sigma(epsilon, delta)
+    sigma = class_sigma(released, (settings or {}).get("shared_weight", 0.0))  # decoded, beside a shared part
+    noise = f"σ = {sigma:.3g}" if sigma == released else f"σ = {released:.3g}, {sigma:.3g} beside the shared part"
     smallest = min(images_per_class)
     ratio = forecast_ratio(signal, features, sigma, smallest)
     verdict = _verdict(ratio)
     lines = [
         f"forecast: at ε = {epsilon:g} each class's mean carries noise of norm {sigma * features**0.5 / smallest:.3g} "
-        f"(σ = {sigma:.3g} on {features:,} features, {smallest:,} images in the smallest class) against a typical "
+        f"({noise} on {features:,} features, {smallest:,} images in the smallest class) against a typical "
         f"class mean of norm {signal:.2g}: signal-to-noise {ratio:.2g}, {verdict}",
     ]
     if ratio < CLEAR:
         needed_images = int(CLEAR * sigma * features**0.5 / signal) + 1
-        clear_sigma = signal * smallest / (CLEAR * features**0.5)
+        clear_sigma = signal * smallest / (CLEAR * features**0.5) * released / sigma  # the release's own σ
         needed_epsilon = epsilon_spent([(clear_sigma, 1.0, 1)], delta, "pld")  # PRV gives out at large ε
         changes = [f"{needed_images:,} images per class at this ε", f"ε ≈ {needed_epsilon:.3g} with these images"]
         if shape != shapes[-1]:

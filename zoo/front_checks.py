@@ -22,7 +22,7 @@ from zoo.privacy.parameters import DEFAULT_DELTA, check_delta, check_epsilon
 from zoo.public_bases import base_image_shape, base_shape_problems
 from zoo.recipes import RECIPES, method_recipes, recipe_files
 from zoo.release.save_target import check_save_target
-from zoo.release_shapes import shape_names
+from zoo.release_shapes import SHARED_PART_METHODS, shape_names
 
 #: the prefix of a dataset id the local record index names (a user's folder), never a dataset evaluate knows by name
 LOCAL_PREFIX = "local:"
@@ -96,6 +96,7 @@ def check_train(
     overwrite: bool = False,
     classes: Sequence[str] | None = None,
     release_size: str | None = None,
+    shared_part: float | None = None,
     image_column: str | None = None,
     label_column: str | None = None,
 ) -> Path:
@@ -110,6 +111,7 @@ def check_train(
         raise UserError(f"--channels must be 1 (grey) or 3 (RGB), got {channels!r}")
     check_image_method(method)
     check_release_size(method, release_size)
+    check_shared_part(method, shared_part)
     root = Path(folder).expanduser()
     is_folder = check_local(root, image_column, label_column).name == FOLDER
     if init_from:
@@ -174,6 +176,19 @@ def check_release_size(method: str, release_size: str | None) -> None:
     if not names:
         raise UserError(f"--release-size applies to a mean-embedding release (dp-mepf, dp-merf), not to {method}")
     raise UserError(f"--release-size for {method} is one of {', '.join(names)}, got {release_size!r}")
+
+
+def check_shared_part(method: str, shared_part: float | None) -> None:
+    """``--shared-part`` is a weight above 0 and below 1, for a method whose release can hold the part."""
+    if shared_part is None:
+        return
+    if method not in SHARED_PART_METHODS:
+        raise UserError(f"--shared-part applies to {', '.join(SHARED_PART_METHODS)}, not to {method}")
+    if not 0 < shared_part < 1:
+        raise UserError(
+            f"--shared-part is the shared part's weight in each image's term, above 0 and below 1 (e.g. 0.5), got "
+            f"{shared_part:g}"
+        )
 
 
 def parse_labels(text: str) -> list[int]:

@@ -70,8 +70,17 @@ class TrainRequest:
     #: the release's shape by name (``zoo.release_shapes``; default: sized to the folder's class counts)
     release_size: str | None = option(
         "the release's shape: dp-mepf full, grid4, grid2 or pooled (grey: full, grid2, pooled), from most "
-        "coordinates to fewest (default: the richest whose forecast signal-to-noise reaches 3 for your class sizes)",
+        "coordinates to fewest (default: the richest whose forecast signal-to-noise reaches 5 for your class sizes)",
         None,
+    )
+    #: the weight of a release's part shared by all classes (``lightning_modules.parts.shared_part``; default: none)
+    shared_part: float | None = option(
+        "dp-mepf: release a part shared by all classes beside the class parts, each image's term split between them "
+        "with this weight on the shared part (above 0, below 1): the mean of all images is noised once over all of "
+        "them, the class means carry 1/√(1 − w²) times the noise (default: none)",
+        None,
+        parse=float,
+        spell="{:g}".format,
     )
     #: train from scratch where ``dpzoo train`` would start from a public base (``zoo.public_bases``)
     no_base: bool = option("train from scratch where dpzoo train would start a small folder from a public base", False)
@@ -109,6 +118,7 @@ class TrainRequest:
             overwrite=self.overwrite,
             classes=self.classes,
             release_size=self.release_size,
+            shared_part=self.shared_part,
             **self.columns(),
         )
 

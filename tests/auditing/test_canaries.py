@@ -18,6 +18,10 @@ SIGMA, RATE, STEPS = 6.0, 1.0, 4
 STATED = epsilon_spent([(SIGMA, RATE, STEPS)], DELTA, "prv")
 #: a tiny B3 plan: K = 200 parts (one canary each), B = 4 rows, 2,000 steps, per-row σ = 8 (z = 2)
 PARTS, ROWS, SANITIZED_STEPS, ROW_SIGMA = 200, 4, 2000, 8.0
+#: an honest mechanism's ε̂ exceeds its ε with probability at most 1 − confidence (the noise is fresh each run, from the
+#: OS): at the default 0.95 the default suite failed one run in twenty at worst (ε̂ 0.51 against the sanitiser's 0.43
+#: once), so the tests that a mechanism as written stays below its ε ask for 0.999; a broken one still exceeds it
+HONEST_CONFIDENCE = 0.999
 #: the training audits: DP-SGD on the released model (B4) or a critic (B2), and the subsampled embedding (B1′)
 SUBSAMPLED = {
     "B4": lambda *plan, **options: audit_dp_sgd(*plan, barrier="B4", **options),
@@ -40,7 +44,7 @@ def test_the_one_shot_release_as_written_stays_below_its_epsilon_and_its_broken_
 
 @pytest.mark.parametrize("barrier", SUBSAMPLED)
 def test_a_subsampled_mechanism_as_written_stays_below_its_epsilon(barrier):
-    bound, stated = SUBSAMPLED[barrier](2000, SIGMA, RATE, STEPS, DELTA)
+    bound, stated = SUBSAMPLED[barrier](2000, SIGMA, RATE, STEPS, DELTA, confidence=HONEST_CONFIDENCE)
     assert stated == pytest.approx(STATED, rel=1e-3)
     assert bound.epsilon < stated
 
@@ -72,7 +76,7 @@ def test_the_embedding_release_without_its_clipping_exceeds_its_epsilon(monkeypa
 
 
 def test_the_sanitiser_as_written_stays_below_its_epsilon():
-    bound, stated = audit_sanitized_output(PARTS, ROW_SIGMA, ROWS, SANITIZED_STEPS, DELTA)
+    bound, stated = audit_sanitized_output(PARTS, ROW_SIGMA, ROWS, SANITIZED_STEPS, DELTA, confidence=HONEST_CONFIDENCE)
     z = ROW_SIGMA / (2 * ROWS**0.5)  # the sensitivity 2C·√B of a step's B rows
     assert stated == pytest.approx(epsilon_spent([(z, 1 / PARTS, SANITIZED_STEPS)], DELTA, "prv"), rel=1e-3)
     assert bound.epsilon < stated

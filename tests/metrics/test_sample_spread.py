@@ -25,6 +25,7 @@ def test_a_class_drawing_one_image_for_every_code_is_called_collapsed():
     sentence = spread.sentence()
     assert sentence.startswith("collapsed: every code draws nearly the same image in 2 of 3 classes (cats 0.000")
     assert "--init-from" in sentence
+    assert "--init-from" not in spread.sentence(from_base=True)  # a fit from a base is told what else would help
 
 
 def test_samples_that_vary_are_not_called_collapsed_and_an_unconditional_model_is_one_class():

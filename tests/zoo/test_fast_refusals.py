@@ -62,6 +62,7 @@ def refusals(tmp_path):
         ([*train, "1", "--out", str(tmp_path / "file" / "model")], "file is a file, not a folder"),
         ([*train, "1", "--out", str(trained)], "already holds a model; pass --overwrite to replace it"),
         ([*train, "1", "--init-from", "no-such-base"], "unknown model 'no-such-base'"),
+        ([*train, "1", "--shared-part", "0.5"], "--shared-part applies to dp-mepf, not to dp-merf"),
         (["train", str(tmp_path / "missing"), *train[2:], "1"], f"no image folder at {tmp_path / 'missing'}"),
         (
             ["train", str(tmp_path / "scans.csv"), *train[2:], "1"],

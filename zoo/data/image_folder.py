@@ -27,7 +27,7 @@ from zoo.data.folders import (
     split_by_pixels,
     warn_ignored,
 )
-from zoo.data.sources import check_local, local_parts
+from zoo.data.sources import local_parts
 from zoo.errors import DPZooWarning, UserError
 from zoo.privacy import record_index
 from zoo.privacy.parameters import check_sample_rate
@@ -101,9 +101,9 @@ class ImageFolderDataModule(pl.LightningDataModule):
         self.eval_batch_size = eval_batch_size
         self.cache = cache
         self.convert = check_convert(convert)
-        self.source = check_local(self.root, image_column, label_column).name
         self.columns = {"image": image_column, "label": label_column}
-        self.train_part, self.test_part = local_parts(self.root, classes, image_column, label_column)
+        kind, self.train_part, self.test_part = local_parts(self.root, classes, image_column, label_column)
+        self.source = kind.name
         if isinstance(test_fraction, bool) or not 0 <= test_fraction < 1:
             raise UserError(f"test_fraction must be a fraction in [0, 1), got {test_fraction!r}")
         if test_fraction and self.test_part is not None:

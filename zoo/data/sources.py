@@ -233,10 +233,11 @@ def local_parts(
     classes: Sequence[str] | None = None,
     image_column: str | None = None,
     label_column: str | None = None,
-) -> tuple[FolderPart, FolderPart | None]:
-    """The (train, test) ``FolderPart``s of the local data at ``data`` (test None: it keeps no test split)."""
+) -> tuple[LocalImages, FolderPart, FolderPart | None]:
+    """The kind of the local data at ``data`` (``check_local``) and its (train, test) ``FolderPart``s (test None: it
+    keeps no test split)."""
     kind = check_local(data, image_column, label_column)
-    return _imported(kind.parts)(Path(data).expanduser(), classes, image_column, label_column)
+    return kind, *_imported(kind.parts)(Path(data).expanduser(), classes, image_column, label_column)
 
 
 def _imported(target: str) -> Callable[..., Any]:

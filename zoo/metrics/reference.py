@@ -187,9 +187,9 @@ def _folder_reference(
             "them would publish a statistic of those records and reward memorisation. Evaluate against its test/ "
             "part, the held-out part its model recorded, or --reference PATH of held-out images"
         )
-    train, test = local_parts(dataset, classes, columns.get("image"), columns.get("label"))
+    _, train, test = local_parts(dataset, classes, columns.get("image"), columns.get("label"))
     if reference is not None and reference != TEST:
-        given, _ = local_parts(reference, classes)
+        _, given, _ = local_parts(reference, classes)
         if given.classes != train.classes:
             raise UserError(
                 f"the reference {reference} has classes {list(given.classes)}, the data {dataset} has "

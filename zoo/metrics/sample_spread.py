@@ -31,8 +31,9 @@ class Spread:
     def collapsed(self) -> list[str]:
         return [name for name, spread in self.per_class.items() if spread < COLLAPSED_BELOW]
 
-    def sentence(self) -> str:
-        """What the spread says, for the verdict."""
+    def sentence(self, from_base: bool = False) -> str:
+        """What the spread says, for the verdict (``from_base``: the fit started from a public base already, which
+        is then no remedy)."""
         lowest = min(self.per_class.values())
         if not self.collapsed:
             return f"samples vary within each class (spread {lowest:.2f} at the lowest; {SHIPPED_SPREADS})"
@@ -40,7 +41,8 @@ class Spread:
         return (
             f"collapsed: every code draws nearly the same image in {len(self.collapsed)} of {len(self.per_class)} "
             f"classes ({named}; {SHIPPED_SPREADS}): the generator ignores its code, so more samples "
-            "add nothing; start from a public base (--init-from), raise ε or add images per class"
+            f"add nothing; {'' if from_base else 'start from a public base (--init-from), '}raise ε or add images per "
+            "class"
         )
 
 
