@@ -60,16 +60,17 @@ def cifar10_pools(source: Path) -> None:
     train = folder_parts(tree)[0]
     _, validation = train_validation_split(len(train.files), DEFAULT_VALIDATION_SIZE, DEFAULT_SPLIT_SEED)
     names = named_or_refused("cifar10").classes
-    by_class: dict[str, list[Path]] = {name: [] for name in names}
+    by_class: dict[str, list[str]] = {name: [] for name in names}
     for index in validation.tolist():
         file = train.files[index]
-        by_class[file.parent.name].append(file)
+        by_class[file.parent.name].append(file.name)
+    rankings = {name: ranked(sorted(files)) for name, files in by_class.items()}
     for size in SIZES:
         out = LADDER / f"cifar10-n{size}"
         if out.exists():
             continue
         for label in LABELS:
-            _link_pool(out, names[label], ranked(sorted(f.name for f in by_class[names[label]]))[:size], tree)
+            _link_pool(out, names[label], rankings[names[label]][:size], tree)
             (out / "test" / names[label]).symlink_to(tree / "test" / names[label], target_is_directory=True)
         print(f"wrote {out}: {size} validation images per class of {', '.join(names[label] for label in LABELS)}")
     for size in TUNING_SIZES:
@@ -77,10 +78,10 @@ def cifar10_pools(source: Path) -> None:
         if out.exists():
             continue
         for label in TUNING_LABELS:
-            ranking = ranked(sorted(f.name for f in by_class[names[label]]))
+            ranking = rankings[names[label]]
             _link_pool(out, names[label], ranking[:size], tree)
+            (out / "test" / names[label]).mkdir()
             for file_name in ranking[max(TUNING_SIZES) :]:
-                (out / "test" / names[label]).mkdir(parents=True, exist_ok=True)
                 (out / "test" / names[label] / file_name).symlink_to(tree / "train" / names[label] / file_name)
         tuned = ", ".join(names[label] for label in TUNING_LABELS)
         print(f"wrote {out}: {size} validation images per class of {tuned}, scored on the others")

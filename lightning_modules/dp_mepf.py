@@ -158,9 +158,8 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         )
         scale = count * self.features.part_weights[:, None]
         if shared:
-            by_class, all_classes = split_release(noisy, shared)
+            noisy, all_classes = split_release(noisy, shared)
             self.released_shared.copy_(all_classes / scale)
-            noisy = by_class
         self.released_embedding.copy_(noisy / scale)
         self._record_public_network(budget.ledger)
 

@@ -59,8 +59,9 @@ def mean_embedding_forecast(
     shape = shape_of(method, channels, dict(settings or {})) or shapes[0]
     signal = shape.signal
     released = release_sigma(epsilon, delta)
-    sigma = class_sigma(released, (settings or {}).get("shared_weight", 0.0))  # decoded, beside a shared part
-    noise = f"σ = {sigma:.3g}" if sigma == released else f"σ = {released:.3g}, {sigma:.3g} beside the shared part"
+    shared = (settings or {}).get("shared_weight", 0.0)
+    sigma = class_sigma(released, shared)  # the class parts' own, decoded beside a shared part
+    noise = f"σ = {released:.3g}, {sigma:.3g} beside the shared part" if shared else f"σ = {sigma:.3g}"
     smallest = min(images_per_class)
     ratio = forecast_ratio(signal, features, sigma, smallest)
     verdict = _verdict(ratio)
