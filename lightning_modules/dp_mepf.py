@@ -38,10 +38,11 @@ from lightning_modules.nets.generators import generator_from
 from lightning_modules.nets.perceptual_features import PerceptualFeatures, taps_description
 from lightning_modules.parts.mean_embedding import MeanEmbeddingGenerator
 from lightning_modules.parts.shared_part import check_shared_weight, split_release, with_shared_part
+from lightning_modules.parts.shrinkage import card_words
 from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import DPBudget, PrivacyBarrier, PrivacyLedger
 from zoo.privacy.ledger import PublicDataUse
-from zoo.release_shapes import class_weight
+from zoo.release_shapes import class_sigma, class_weight
 from zoo.stages import PublicStatistic, PublicSteps, Release, Stage
 
 
@@ -68,6 +69,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         feature_seed: int = 0,
         pool: int = 0,
         shared_weight: float = 0.0,
+        shrink_to_common: bool = False,
         code_dim: int = 32,
         generator: str = "dcgan",
         generator_width: int = 32,
@@ -93,7 +95,9 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         ``pixel_kernel_width``) are normalised to unit L2 norm: they split the one release's noise. ``pool`` > 0
         average-pools each tap to a ``pool`` × ``pool`` grid before its normalisation (0 keeps the layout).
         ``shared_weight`` s > 0 releases a part shared by all classes beside the class parts, each record's term split
-        between them with weights s and √(1 − s²) (``parts.shared_part``; 0: class parts only). The
+        between them with weights s and √(1 − s²) (``parts.shared_part``; 0: class parts only). ``shrink_to_common``
+        shrinks each class's released mean toward the mean of all classes by the release's noise
+        (``parts.shrinkage``: post-processing) before the generator is fitted to it. The
         generator is built as DP-MERF's (``nets.generators.build_generator``; ``"upsampling"`` is the official
         DP-MEPF generator) and fitted as ``parts.mean_embedding`` describes (``balanced_labels``,
         ``residual_average_lr``, ``final_decay``, ``stop_when_flat``)."""
@@ -160,7 +164,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         if shared:
             noisy, all_classes = split_release(noisy, shared)
             self.released_shared.copy_(all_classes / scale)
-        self.released_embedding.copy_(noisy / scale)
+        self.released_embedding.copy_(self.shrunk(noisy, budget, class_sigma(1.0, shared)) / scale)
         self._record_public_network(budget.ledger)
 
     @torch.no_grad()
@@ -232,8 +236,9 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         if not config["privacy_ledger"]["entries"]:
             return [f"Pretrained on the public data above: the generator fitted to the exact {embedding}."]
         return [
-            f"Stages: the {embedding} of the private data released once; then the generator fitted to it without "
-            "reading the data again (post-processing). The released embedding is not part of this folder. The "
+            f"Stages: the {embedding} of the private data released once{card_words(arch)}; then the generator "
+            "fitted to it without reading the data again (post-processing). The released embedding is not part of "
+            "this folder. The "
             "network's weights are public (named with their digest under public data); they are not released here."
         ]
 

@@ -27,6 +27,7 @@ from lightning_modules.nets.generators import generator_from
 from lightning_modules.nets.random_features import RandomFourierFeatures
 from lightning_modules.parts.central_images import CentralImagesWarmStart
 from lightning_modules.parts.mean_embedding import MeanEmbeddingGenerator
+from lightning_modules.parts.shrinkage import card_words
 from zoo.methods import DPGenerativeModel, TinyRecipe, register_method
 from zoo.privacy import DPBudget, PrivacyBarrier
 from zoo.stages import PublicStatistic, PublicSteps, Release, Stage
@@ -61,6 +62,7 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         final_decay: float | None = None,
         warm_start: dict[str, Any] | None = None,
         stop_when_flat: int | None = None,
+        shrink_to_common: bool = False,
     ) -> None:
         """Official MNIST defaults: 10,000 features, kernel width √105 (Fashion-MNIST √127; the
         official ``rff_sigma`` is width²), code 5, FC 200 → conv 16, 8 with 5×5 kernels, batch 100,
@@ -72,7 +74,8 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
         ``warm_start``: release central images first and fit the generator to them before the embedding
         (``lightning_modules.parts.central_images.WarmStart``; None: start from scratch). ``balanced_labels``,
         ``residual_average_lr``, ``final_decay`` and ``stop_when_flat`` choose how the generator is fitted
-        (``parts.mean_embedding``)."""
+        (``parts.mean_embedding``); ``shrink_to_common`` shrinks each class's released mean toward the mean of all
+        classes by the release's noise first (``parts.shrinkage``: post-processing)."""
         super().__init__()
         self.save_hyperparameters()
         self.num_classes = num_classes
@@ -107,7 +110,7 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
             dataset_size=count,
             note=f"DP-MERF: Σ φ(x)⊗e_y over {self.hparams.features} random Fourier features (each term of norm 1)",
         )
-        self.released_embedding.copy_(noisy / count)
+        self.released_embedding.copy_(self.shrunk(noisy, budget) / count)
 
     @torch.no_grad()
     def _embed_public(self, public: Any) -> None:
@@ -135,8 +138,9 @@ class DPMERF(MeanEmbeddingGenerator, CentralImagesWarmStart, DPGenerativeModel):
             return [public]
         return [
             *([public + " Then, from those weights:"] if ledger.get("public_data") else []),
-            f"Stages: the {embedding} of the private data released once; then the generator fitted to it without "
-            "reading the data again (post-processing). The released embedding is not part of this folder.",
+            f"Stages: the {embedding} of the private data released once{card_words(arch)}; then the generator "
+            "fitted to it without reading the data again (post-processing). The released embedding is not part of "
+            "this folder.",
             *cls.warm_start_notes(config),
         ]
 

@@ -72,7 +72,7 @@ from zoo.recipe_cli import IMAGE_FOLDER, kept_data_settings, parse_recipe
 from zoo.recipes import Choice, Problem, choose_recipe
 from zoo.release.layout import CARD_NAME, CONFIG_NAME
 from zoo.release.loading import resolve
-from zoo.release_shapes import ShapeChoice, choose_shape, class_sigma, shapes_for, signal_to_noise
+from zoo.release_shapes import SHRINKING_METHODS, ShapeChoice, choose_shape, class_sigma, shapes_for, signal_to_noise
 from zoo.run_plan import Provenance, RunOptions
 from zoo.train_request import TrainRequest
 
@@ -161,6 +161,8 @@ class FolderPlan:
             model.update(self.shape.shape.changes)
         if request.shared_part:
             model["shared_weight"] = request.shared_part
+        if request.method in SHRINKING_METHODS and not request.no_shrink:
+            model["shrink_to_common"] = True
         if self.stops_when_flat(request):
             model["stop_when_flat"] = FLAT_WINDOW
         budget = {"target_epsilon": request.epsilon, "delta": request.delta}
@@ -520,6 +522,15 @@ def _after_training(run: TrainedRun, plan: FolderPlan, request: TrainRequest) ->
         "leaves it: it says nothing about them to anyone else)",
         f"card: {folder / CARD_NAME}",
     )
+    kept = getattr(model, "release_kept", None)
+    if kept is not None:
+        classes = plan.inspected[0].part.classes
+        shares = ", ".join(f"{name} {share:.0%}" for name, share in zip(classes, kept.tolist(), strict=True))
+        say(
+            f"shrunk: each class's released mean toward the mean of all classes, keeping this share of its own "
+            f"deviation ({shares}; 0%: fitted to the common mean, its own signal buried in the noise; --no-shrink "
+            "keeps the release as released)"
+        )
     trained_fully = stopped_flat or plan.recipe_steps is None or steps >= plan.recipe_steps
     say(*_verdict(model, plan, request, (folder, config["data"]), trained_fully))
 

@@ -22,7 +22,7 @@ from zoo.privacy.parameters import DEFAULT_DELTA, check_delta, check_epsilon
 from zoo.public_bases import base_image_shape, base_shape_problems
 from zoo.recipes import RECIPES, method_recipes, recipe_files
 from zoo.release.save_target import check_save_target
-from zoo.release_shapes import SHARED_PART_METHODS, shape_names
+from zoo.release_shapes import SHARED_PART_METHODS, SHRINKING_METHODS, shape_names
 
 #: the prefix of a dataset id the local record index names (a user's folder), never a dataset evaluate knows by name
 LOCAL_PREFIX = "local:"
@@ -97,6 +97,7 @@ def check_train(
     classes: Sequence[str] | None = None,
     release_size: str | None = None,
     shared_part: float | None = None,
+    no_shrink: bool = False,
     image_column: str | None = None,
     label_column: str | None = None,
 ) -> Path:
@@ -112,6 +113,8 @@ def check_train(
     check_image_method(method)
     check_release_size(method, release_size)
     check_shared_part(method, shared_part)
+    if no_shrink and method not in SHRINKING_METHODS:
+        raise UserError(f"--no-shrink applies to {', '.join(SHRINKING_METHODS)}, not to {method}")
     root = Path(folder).expanduser()
     is_folder = check_local(root, image_column, label_column).name == FOLDER
     if init_from:

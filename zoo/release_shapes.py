@@ -28,6 +28,8 @@ from typing import Any
 TARGET = 5.0
 #: the methods whose release may hold a part shared by all classes (``--shared-part``)
 SHARED_PART_METHODS = ("dp-mepf",)
+#: the methods whose released class means ``dpzoo train`` shrinks toward their common mean (unless ``--no-shrink``)
+SHRINKING_METHODS = ("dp-mepf", "dp-merf")
 #: what the recipe itself releases (the shape the full-data models were chosen and shipped with)
 RECIPE = "full"
 

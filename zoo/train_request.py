@@ -82,6 +82,14 @@ class TrainRequest:
         parse=float,
         spell="{:g}".format,
     )
+    #: keep each class's released mean as released, not shrunk toward the mean of all classes
+    #: (``lightning_modules.parts.shrinkage``, which ``dpzoo train`` applies to a dp-mepf or dp-merf release)
+    no_shrink: bool = option(
+        "dp-mepf, dp-merf: fit each class's released mean as released, instead of shrunk toward the mean of all "
+        "classes by as much as the release's noise warrants (James-Stein, free in ε: nearer and less collapsed on the "
+        "ladder's tuning pools, at some cost in telling the classes apart where they are few images)",
+        False,
+    )
     #: train from scratch where ``dpzoo train`` would start from a public base (``zoo.public_bases``)
     no_base: bool = option("train from scratch where dpzoo train would start a small folder from a public base", False)
     #: a table's or a ``datasets`` dataset's columns (``zoo.data.sources``; default: image/file_name/path…, label)
@@ -119,6 +127,7 @@ class TrainRequest:
             classes=self.classes,
             release_size=self.release_size,
             shared_part=self.shared_part,
+            no_shrink=self.no_shrink,
             **self.columns(),
         )
 

@@ -10,7 +10,9 @@ which averages the noisy few-samples-per-class residual over steps instead of re
 with each other); the learning rate decayed ×``lr_decay`` every ``decay_every`` steps, or held constant
 and decayed linearly to 0 over the last ``final_decay`` fraction of the planned steps. Where the release has a
 part shared by all classes (``shared_weight`` > 0, ``parts.shared_part``), the distance is to the release as released,
-its class columns and its shared column together.
+its class columns and its shared column together. With ``shrink_to_common`` the class columns are first shrunk toward
+their mean by the release's own noise (``parts.shrinkage``, post-processing), and the share of its deviation each
+class keeps is the ``release_kept`` buffer.
 
 ``stop_when_flat`` (a window of steps) ends the fit when its objective stops moving, instead of after the planned
 steps: the distance, smoothed over the window, is read every window, and once the last window's decrease is below
@@ -32,6 +34,7 @@ from tqdm.auto import tqdm
 from lightning_modules.nets.generators import generate_conditional, generated_embedding
 from lightning_modules.nets.random_features import labelled_embedding
 from lightning_modules.parts.shared_part import stacked
+from lightning_modules.parts.shrinkage import shrink_to_common_mean
 from zoo.errors import UserError
 
 #: records embedded at a time (n × features floats)
@@ -49,7 +52,8 @@ class MeanEmbeddingGenerator:
     ``released_embedding`` buffer (features × classes), ``num_classes`` and the hyperparameters
     ``code_dim``, ``batch_size``, ``learning_rate``, ``lr_decay``, ``decay_every``, ``balanced_labels``,
     ``residual_average_lr``, ``final_decay`` and ``stop_when_flat``; with ``shared_weight`` > 0 among them, also a
-    ``released_shared`` buffer (features × 1). It calls :meth:`init_matching` after registering the buffers."""
+    ``released_shared`` buffer (features × 1); ``shrink_to_common`` may be among them too. It calls
+    :meth:`init_matching` after registering the buffers."""
 
     def init_matching(self) -> None:
         """Check the fitting options and create GFMN's residual average when it is asked for."""
@@ -67,6 +71,19 @@ class MeanEmbeddingGenerator:
         if arch.stop_when_flat is not None and arch.stop_when_flat < 1:
             raise UserError(f"stop_when_flat is a window of steps (or None), got {arch.stop_when_flat}")
         self.flat_stop = FlatStop(arch.stop_when_flat, arch.final_decay) if arch.stop_when_flat else None
+        if arch.get("shrink_to_common", False):
+            self.register_buffer("release_kept", torch.ones(self.num_classes))
+
+    def shrunk(self, columns: Tensor, budget: Any, noise_scale: float = 1.0) -> Tensor:
+        """The class columns of the release ``budget`` has just entered in its ledger (noisy sums: N(0, (σ ·
+        ``noise_scale``)²) on each coordinate, σ its noise multiplier at sensitivity 1), shrunk toward their mean where
+        the model asks for it (``shrink_to_common``; ``parts.shrinkage``), the share each keeps in ``release_kept``."""
+        if not self.hparams.get("shrink_to_common", False):
+            return columns
+        sigma = budget.ledger.entries[-1].noise_multiplier
+        shrunk, kept = shrink_to_common_mean(columns, sigma * noise_scale)
+        self.release_kept.copy_(kept)
+        return shrunk
 
     def embedding_sum(self, datamodule: Any, feature_map: Callable[[Tensor], Tensor]) -> tuple[Tensor, int]:
         """Σ feature_map(x) ⊗ e_y over the data's training records, in float64, and their count."""

@@ -11,6 +11,7 @@ class ToyGenerator:
 
     def __init__(self, num_classes: int | None, variation: dict[int, float]) -> None:
         self.num_classes, self.variation = num_classes, variation
+        self.hparams = {"image_shape": (3, 8, 8)}
 
     def sample(self, n, labels=None, progress=None):
         label = 0 if labels is None else labels[0]
@@ -19,9 +20,9 @@ class ToyGenerator:
 
 
 def test_a_class_drawing_one_image_for_every_code_is_called_collapsed():
-    spread = sample_spread(ToyGenerator(3, {0: 0.0, 1: 0.8, 2: 0.01}), ["cats", "dogs", "owls"])
+    spread = sample_spread(ToyGenerator(3, {0: 0.0, 1: 0.8, 2: 0.2}), ["cats", "dogs", "owls"])
     assert spread.per_class["cats"] == 0 and spread.per_class["dogs"] > 0.1
-    assert spread.collapsed == ["cats", "owls"]
+    assert spread.collapsed == ["cats", "owls"]  # owls jitter (spread 0.06) below the colour bar
     sentence = spread.sentence()
     assert sentence.startswith("collapsed: every code draws nearly the same image in 2 of 3 classes (cats 0.000")
     assert "--init-from" in sentence
@@ -30,5 +31,5 @@ def test_a_class_drawing_one_image_for_every_code_is_called_collapsed():
 
 def test_samples_that_vary_are_not_called_collapsed_and_an_unconditional_model_is_one_class():
     spread = sample_spread(ToyGenerator(None, {0: 0.8}), ["a", "b"])
-    assert list(spread.per_class) == ["all"] and spread.per_class["all"] > COLLAPSED_BELOW
+    assert list(spread.per_class) == ["all"] and spread.per_class["all"] > COLLAPSED_BELOW[3]
     assert spread.collapsed == [] and spread.sentence().startswith("samples vary within each class (spread 0.2")
