@@ -17,6 +17,7 @@ release was sized to the data) and ``--no-base`` a run from scratch; ``--max-ste
     python benchmarks/small_data_ladder.py sigma0 --pool tune-cifar10-n50  # σ = 0 on a tuning pool: is noise the limit?
     python benchmarks/small_data_ladder.py compose --epsilons 10,10,1  # the cells sharing a record, composed
     python benchmarks/small_data_ladder.py table                       # the markdown table of every row
+    python benchmarks/small_data_ladder.py forecasts                   # each row's forecast beside its closeness
 """
 
 from __future__ import annotations
@@ -224,6 +225,13 @@ def _base(log: Path) -> str | None:
     return started or _line(log, "base: ").split(",")[0].removeprefix("base: ") or None
 
 
+def _base_of(row: dict) -> str:
+    """The row's base: as its log named it, else as its options gave it (older logs named none), else none."""
+    words = row["options"].split()
+    given = words[words.index("--init-from") + 1] if "--init-from" in words else None
+    return row.get("base") or given or "none"
+
+
 def _line(log: Path, words: str) -> str:
     """The last line of the training log that holds ``words`` (progress bars' carriage returns split lines)."""
     lines = [line for line in log.read_text().replace("\r", "\n").splitlines() if words in line]
@@ -239,10 +247,44 @@ def table() -> None:
         budget = "σ = 0" if row["epsilon"] is None else f"{row['epsilon']:g}"
         print(
             f"| {row['pool']} | {budget} | {row['options'] or '(default)'} | {row['release']} | "
-            f"{row.get('base') or 'none'} | "
-            f"{row['minutes']} | {scores.get('fid', float('nan')):.1f} | {scores.get('cas_cnn', float('nan')):.1f} | "
+            f"{_base_of(row)} | {row['minutes']} | {scores.get('fid', float('nan')):.1f} | "
+            f"{scores.get('cas_cnn', float('nan')):.1f} | "
             f"{scores.get('closeness', float('nan')):.2f} |"
         )
+
+
+def forecasts() -> None:
+    """Each private row's forecast signal-to-noise (at the release it made: shape, shared part, smallest class) beside
+    the closeness it reached, lowest forecast first: the evidence ``zoo.forecast``'s thresholds are read from."""
+    import re
+
+    from zoo.forecast import release_sigma
+    from zoo.release_shapes import class_sigma, shape_of, signal_to_noise
+
+    print("| forecast | pool | ε | release | base | shrunk | closeness | CNN CAS |")
+    print("|---|---|---|---|---|---|---|---|")
+    measured, unshaped = [], []
+    for line in ROWS.read_text().splitlines():
+        row = json.loads(line)
+        if row["epsilon"] is None:
+            continue
+        settings = json.loads((Path("runs/ladder") / row["cell"] / "config.json").read_text())["architecture"]
+        shape = shape_of("dp-mepf", settings["image_shape"][0], settings)
+        if shape is None:  # a shape tried on a tuning pool and not kept: no measured signal to forecast with
+            unshaped.append(row["cell"])
+            continue
+        smallest = int(re.search(r"-n(\d+)", row["pool"]).group(1))
+        sigma = class_sigma(release_sigma(row["epsilon"], 1e-5), settings.get("shared_weight", 0.0))
+        measured.append((signal_to_noise(shape, sigma, smallest), row, settings))
+    for ratio, row, settings in sorted(measured, key=lambda entry: entry[0]):
+        scores = {name: result["value"] for name, result in row["scores"]["results"].items()}
+        print(
+            f"| {ratio:.2g} | {row['pool']} | {row['epsilon']:g} | {row['release']} | {_base_of(row)} | "
+            f"{'yes' if settings.get('shrink_to_common') else 'no'} | {scores.get('closeness', float('nan')):.2f} | "
+            f"{scores.get('cas_cnn', float('nan')):.1f} |"
+        )
+    if unshaped:
+        print(f"\nnot forecast (their release is none of zoo.release_shapes' shapes): {', '.join(unshaped)}")
 
 
 def composed(epsilons: list[float], delta: float) -> float:
@@ -273,6 +315,7 @@ def main() -> None:
     compose.add_argument("--epsilons", required=True, help="each cell's ε, comma-separated, e.g. 10,10,1")
     compose.add_argument("--delta", type=float, default=1e-5)
     commands.add_parser("table", help="print every measured row")
+    commands.add_parser("forecasts", help="print each row's forecast beside its closeness")
     args, extra = parser.parse_known_args()
     if args.command == "pools":
         source = source_data_dir()
@@ -292,6 +335,8 @@ def main() -> None:
             f"{len(epsilons)} releases on one record together: ε = {composed(epsilons, args.delta):.3g} "
             f"at δ = {args.delta:g}"
         )
+    elif args.command == "forecasts":
+        forecasts()
     else:
         table()
 

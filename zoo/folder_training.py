@@ -63,11 +63,11 @@ from zoo.data.folders import (
 from zoo.data.sources import FOLDER, LocalImages, local_parts
 from zoo.errors import UserError
 from zoo.fit import TrainedRun, interrupted_checkpoint, resume_command, run_recipe, say
-from zoo.forecast import CLEAR, release_sigma
+from zoo.forecast import release_sigma
 from zoo.front_checks import parse_duration
 from zoo.methods import DPGenerativeModel, method_class
 from zoo.privacy import Budget, record_index
-from zoo.public_bases import PublicBase, base_for, base_image_shape, base_shape_problems
+from zoo.public_bases import USE_BELOW, PublicBase, base_for, base_image_shape, base_shape_problems
 from zoo.recipe_cli import IMAGE_FOLDER, kept_data_settings, parse_recipe
 from zoo.recipes import Choice, Problem, choose_recipe
 from zoo.release.layout import CARD_NAME, CONFIG_NAME
@@ -333,7 +333,7 @@ def _base_choice(
     base = base_for(request.method, channels)
     if request.init_from or request.no_base or base is None:
         return None
-    if signal_to_noise(shapes_for(request.method, channels)[0], sigma, min(counts)) >= CLEAR:
+    if signal_to_noise(shapes_for(request.method, channels)[0], sigma, min(counts)) >= USE_BELOW:
         return None
     try:
         resolve(base.model_id)

@@ -17,12 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.release_shapes import class_sigma, forecast_ratio, shape_of, shapes_for
+from zoo.release_shapes import TARGET, class_sigma, forecast_ratio, shape_of, shapes_for
 
-#: below this signal-to-noise the release is mostly noise; above CLEAR, noise is a small part of it (``dpzoo train``
-#: sizes a release to reach the higher ``zoo.release_shapes.TARGET``, which the small-data ladder chose)
+#: below this signal-to-noise the release is mostly noise; from CLEAR, noise is a small part of it. Read from the
+#: small-data ladder (``python benchmarks/small_data_ladder.py forecasts``, each cell's forecast beside its closeness):
+#: every cell below 1 was far (closeness 0.74-1.07, with a base or without); between 1 and 5, none without a base
+#: was near (0.40-0.61) and those from a base 0.29-0.47; every cell above 5 was near (0.17-0.34). CLEAR is the
+#: release-size rule's own target, the forecast it sizes the release to reach
 MOSTLY_NOISE = 1.0
-CLEAR = 3.0
+CLEAR = TARGET
 
 
 @dataclass(frozen=True)

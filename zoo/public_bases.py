@@ -3,7 +3,7 @@
 A base is a generator fitted without noise to the exact embedding of data declared public, shipped with a card that
 needs no guarantee. With a few hundred images per class, the release can only carry a small, noisy signal, and a
 base supplies what images of the kind look like; ``dpzoo train`` then fine-tunes it on the one release of the
-folder. Where the recipe's own release would be noisy for the folder (its forecast below ``zoo.forecast.CLEAR``),
+folder. Where the recipe's own release would be noisy for the folder (its forecast below ``USE_BELOW``),
 the base is used if this machine can check that the folder shares no image with the base's public data (its record
 index holds that data: the base was pretrained here), and proposed otherwise, with the flags that use it.
 """
@@ -18,6 +18,12 @@ from zoo.data.conversion import colour_mode, pixels
 from zoo.data.folder_check import Fix, Problem
 from zoo.release.layout import CONFIG_NAME
 from zoo.release.loading import resolve
+
+#: the recipe's own (full-shape) forecast below which a base is used or proposed: the ladder's cells with a base are
+#: all below it (full-shape forecasts 0.05-1.5), and in each of the pairs run with and without one (colour 100
+#: per class at ε = 10 and 300 at ε = 1, grey 100 at ε = 10), and on a user's folder (docs/own-data.md), the run from
+#: the base came nearer
+USE_BELOW = 3.0
 
 
 @dataclass(frozen=True)

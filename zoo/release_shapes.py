@@ -46,8 +46,14 @@ class ReleaseShape:
     changes: dict[str, Any] = field(default_factory=dict)
 
 
-def _mepf(pooled: int, pixels: int, **more: Any) -> dict[str, Any]:
-    return {"pool": pooled, "pixel_features": pixels, **more}
+def _mepf(pooled: int, pixels: int, blocks: list[int], **more: Any) -> dict[str, Any]:
+    """DP-MEPF's settings of a shape: ``blocks`` is the recipe's own, named so that a release of other taps is no shape
+    of the recipe's, whatever its pooling."""
+    return {"pool": pooled, "pixel_features": pixels, "blocks": blocks, **more}
+
+
+#: the blocks of EfficientNet-Lite0 the colour (CIFAR-10) and grey (MNIST) recipes tap
+COLOUR_TAPS, GREY_TAPS = [0, 1, 2, 3, 4], [1, 2, 3, 4]
 
 
 #: keyed by (method, channels) of the recipe ``dpzoo train`` chooses, ordered richest first. DP-MEPF colour: the
@@ -62,34 +68,38 @@ SHAPES: dict[tuple[str, int], tuple[ReleaseShape, ...]] = {
             "the taps' spatial layout kept at 64×64 input, 10,000 pixel features",
             38_160,
             0.690,
-            _mepf(0, 10_000, input_size=64),
+            _mepf(0, 10_000, COLOUR_TAPS, input_size=64),
         ),
         ReleaseShape(
             "grid4",
             "each tap pooled to 4×4 at 32×32 input, 2,000 pixel features",
             4_048,
             0.767,
-            _mepf(4, 2_000, input_size=32),
+            _mepf(4, 2_000, COLOUR_TAPS, input_size=32),
         ),
         ReleaseShape(
             "grid2",
             "each tap pooled to 2×2 at 32×32 input, 1,000 pixel features",
             2_088,
             0.789,
-            _mepf(2, 1_000, input_size=32),
+            _mepf(2, 1_000, COLOUR_TAPS, input_size=32),
         ),
         ReleaseShape(
             "pooled",
             "each tap averaged over its layout at 32×32 input, 250 pixel features",
             522,
             0.812,
-            _mepf(1, 250, input_size=32),
+            _mepf(1, 250, COLOUR_TAPS, input_size=32),
         ),
     ),
     ("dp-mepf", 1): (
-        ReleaseShape(RECIPE, "the taps' spatial layout kept, 10,000 pixel features", 12_944, 0.861, _mepf(0, 10_000)),
-        ReleaseShape("grid2", "each tap pooled to 2×2, 1,000 pixel features", 2_024, 0.886, _mepf(2, 1_000)),
-        ReleaseShape("pooled", "each tap averaged over its layout, 250 pixel features", 506, 0.898, _mepf(1, 250)),
+        ReleaseShape(
+            RECIPE, "the taps' spatial layout kept, 10,000 pixel features", 12_944, 0.861, _mepf(0, 10_000, GREY_TAPS)
+        ),
+        ReleaseShape("grid2", "each tap pooled to 2×2, 1,000 pixel features", 2_024, 0.886, _mepf(2, 1_000, GREY_TAPS)),
+        ReleaseShape(
+            "pooled", "each tap averaged over its layout, 250 pixel features", 506, 0.898, _mepf(1, 250, GREY_TAPS)
+        ),
     ),
     # DP-MERF's one shape (10,000 random Fourier features), measured on the named datasets' test images before
     # the shapes were (experiments/forecast/class_mean_norms.py)
@@ -100,8 +110,15 @@ SHAPES: dict[tuple[str, int], tuple[ReleaseShape, ...]] = {
 
 def shape_of(method: str, channels: int, settings: dict[str, Any]) -> ReleaseShape | None:
     """The shape whose changes ``settings`` (a model's hyperparameters) carry; None for a release of another shape."""
-    matching = [s for s in shapes_for(method, channels) if all(settings.get(k) == v for k, v in s.changes.items())]
+    matching = [s for s in shapes_for(method, channels) if all(_same(settings.get(k), v) for k, v in s.changes.items())]
     return matching[0] if matching else None
+
+
+def _same(setting: Any, value: Any) -> bool:
+    """A setting as a model holds it (blocks a tuple) or as its config records it (a list) against a shape's value."""
+    if isinstance(setting, (list, tuple)) and isinstance(value, (list, tuple)):
+        return list(setting) == list(value)
+    return setting == value
 
 
 def shapes_for(method: str, channels: int) -> tuple[ReleaseShape, ...]:

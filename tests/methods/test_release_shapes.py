@@ -79,3 +79,10 @@ def test_release_size_names_one_of_the_methods_shapes_before_any_work():
         check_release_size("dp-mepf", "tiny")
     with pytest.raises(UserError, match="not to gs-wgan"):
         check_release_size("gs-wgan", "full")
+
+
+def test_a_release_of_other_taps_is_none_of_the_shapes_whatever_its_pooling():
+    recipe = yaml.safe_load(open(RECIPES[3]))["model"]["init_args"]
+    pooled = {**recipe, "pool": 1, "pixel_features": 250, "input_size": 32}
+    assert shape_of("dp-mepf", 3, {**pooled, "blocks": (0, 1, 2, 3, 4)}).name == "pooled"  # as a model holds them
+    assert shape_of("dp-mepf", 3, {**pooled, "blocks": [0, 1, 2, 3, 4, 5, 6]}) is None

@@ -67,5 +67,9 @@ def test_reading_large_images_small_says_what_is_lost_and_the_size_that_keeps_mo
         "than 3.0 pixels of the original is lost; --image-size 64 keeps 2× more of each side, at about 4× the time "
         "per step"
     )
+    photos_of_48 = [ImageFacts((48, 48), False, False)] * 2
+    assert downscale_sentence(photos_of_48, (32, 32), 64).endswith(
+        "--image-size 64 keeps all of it (the images are smaller than that), at about 4× the time per step"
+    )
     assert downscale_sentence(facts[3:], (32, 32), 64) is None
     assert downscale_sentence(facts, (32, 32), None).endswith("is lost")

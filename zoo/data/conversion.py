@@ -145,10 +145,9 @@ def downscale_sentence(facts: Sequence[ImageFacts], target: tuple[int, int], lar
     )
     if larger_size is None:
         return sentence
-    return (
-        f"{sentence}; --image-size {larger_size} keeps {larger_size / min(target):g}× more of each side, at about "
-        f"{(larger_size / min(target)) ** 2:g}× the time per step"
-    )
+    scale = larger_size / min(target)
+    kept = f"{scale:g}× more of each side" if scale <= median else "all of it (the images are smaller than that)"
+    return f"{sentence}; --image-size {larger_size} keeps {kept}, at about {scale**2:g}× the time per step"
 
 
 def preprocessing_rule(target: tuple[int, int], channels: int, convert: str | None) -> str:
