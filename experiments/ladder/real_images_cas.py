@@ -37,7 +37,8 @@ def main() -> None:
     images, labels = (part.repeat(repeats, *[1] * (part.dim() - 1))[:SAMPLES] for part in (train.images, train.labels))
     classes = len(train.classes)
     accuracies = [
-        train_and_test("cnn", (images, labels), (test.images, test.labels), classes, seed=run) for run in range(args.runs)
+        train_and_test("cnn", (images, labels), (test.images, test.labels), classes, seed=run)
+        for run in range(args.runs)
     ]
     mean = torch.tensor(accuracies).mean().item()
     print(
