@@ -3,8 +3,8 @@ perceptual features of a network trained on public data in place of random featu
 
 Stages: (1) Release: E = Σ_i (w ⊙ φ(x_i)) ⊗ e_{y_i} over the private training records, noised once,
 where φ (``PerceptualFeatures``) concatenates parts of norm ≤ 1 each (the chosen taps' outputs of the
-frozen public network, its stem and blocks, spatial layout kept or average-pooled to a small grid before
-they are normalised per tap; optionally their
+frozen public network, its stem and blocks, spatial layout kept, average-pooled to a small grid or multiplied by a
+public random Gaussian matrix (``project``) before they are normalised per tap; optionally their
 squares, and DP-MERF's random Fourier features of the pixels) and w weights the parts with Σ w_k² = 1;
 (2) PublicSteps: a conditional generator G is trained to minimise ‖Ẽ_k / (w_k n) − mean_j φ_k(G(z_j, y_j)) ⊗
 e_{y_j}‖² summed over the parts k (each part's features at unit scale), reading only Ẽ (post-processing).
@@ -13,8 +13,9 @@ Theorem (add/remove-one neighbouring datasets, n public). Every record's term (w
 norm ‖w ⊙ φ(x)‖ ≤ (Σ_k w_k²)^½ = 1, since each part of φ(x) has norm ≤ 1 (computed in float64 for the
 release: within 1e-12), so adding or removing a record moves E by at most 1: E + N(0, σ²I) is the
 Gaussian mechanism at noise multiplier σ with sensitivity 1, σ calibrated to spend the whole target ε.
-The public network's weights, the part weights and the random frequencies do not depend on the private
-data. Splitting the budget between the parts is the choice of w: part k's mean carries noise σ/(w_k n),
+The public network's weights, the part weights, the random frequencies and the random projections do not depend
+on the private data; pooling and projection are linear maps applied before each tap's normalisation, so they leave
+every term's norm ≤ 1. Splitting the budget between the parts is the choice of w: part k's mean carries noise σ/(w_k n),
 one release, one ledger entry. (The paper releases each moment with its own Gaussian mechanism and
 its replace-one sensitivity 2c/n; under add/remove with n public the sum's sensitivity is 1.)
 
@@ -68,6 +69,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         pixel_kernel_width: float = math.sqrt(20),
         feature_seed: int = 0,
         pool: int = 0,
+        project: int = 0,
         shared_weight: float = 0.0,
         shrink_to_common: bool = False,
         code_dim: int = 32,
@@ -93,7 +95,9 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         network, never on its precision). The parts' weights (``mean_weight``, ``second_weight`` for the
         squared outputs, ``pixel_weight`` for ``pixel_features`` random Fourier features of the pixels at
         ``pixel_kernel_width``) are normalised to unit L2 norm: they split the one release's noise. ``pool`` > 0
-        average-pools each tap to a ``pool`` × ``pool`` grid before its normalisation (0 keeps the layout).
+        average-pools each tap to a ``pool`` × ``pool`` grid before its normalisation (0 keeps the layout);
+        ``project`` > 0 multiplies each tap's layout by a public random Gaussian matrix to ``project`` coordinates
+        (drawn from ``feature_seed``), also before its normalisation, so every record's term keeps norm ≤ 1.
         ``shared_weight`` s > 0 releases a part shared by all classes beside the class parts, each record's term split
         between them with weights s and √(1 − s²) (``parts.shared_part``; 0: class parts only). ``shrink_to_common``
         shrinks each class's released mean toward the mean of all classes by the release's noise
@@ -119,6 +123,7 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
             pixel_kernel_width=pixel_kernel_width,
             seed=feature_seed,
             pool=pool,
+            project=project,
         )
         # channels_last: the same convolutions, 1.4× faster forward and backward on the CPU for the upsampling
         # generator (benchmarks/mepf_fit_rate.py), which dominates a step's time at the images' own input size
@@ -214,6 +219,9 @@ class DPMEPF(MeanEmbeddingGenerator, DPGenerativeModel):
         taps = taps_description(arch["blocks"], arch.get("stem", False))  # shipped configs predate the stem
         pool = arch.get("pool", 0)  # shipped configs predate pooling
         layout = f"average-pooled to {pool}×{pool}" if pool else "spatial layout kept"
+        project = arch.get("project", 0)  # shipped configs predate the projection
+        if project:
+            layout += f", each block randomly projected to {project} coordinates (seed {arch['feature_seed']})"
         parts = [
             f"the outputs of {taps} of the public network {arch['network']} at "
             f"{arch['input_size']}×{arch['input_size']} input ({layout}, normalised per block)"

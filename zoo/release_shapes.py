@@ -2,11 +2,11 @@
 
 A class's released mean carries noise of norm σ·√d / n_c for d coordinates per class, so the richest feature map is
 the wrong one for a few hundred images per class: it buries the class means in noise. Each shape below is a set of
-changes to a method's recipe (fewer coordinates: each tap of the public network average-pooled to a small grid,
-fewer random features of the pixels) with its coordinate count d and the typical norm of one class's mean of its
-features, measured on public images (``experiments/forecast/shape_signals.py``). The rule (``choose_shape``) takes
-the richest shape whose forecast signal-to-noise reaches ``TARGET``, else the smallest; ``--release-size NAME``
-overrides it.
+changes to a method's recipe (fewer coordinates: each tap of the public network average-pooled to a small grid or
+randomly projected, fewer random features of the pixels) with its coordinate count d and the typical norm of one
+class's mean of its features, measured on public images (``experiments/forecast/shape_signals.py``). The rule
+(``choose_shape``) takes the richest shape whose forecast signal-to-noise reaches ``TARGET``, else the smallest
+(among the shapes it may choose); ``--release-size NAME`` overrides it.
 
 The choice reads only what the data owner's summary already shows and what is public by convention for a release
 of this kind: the training images per class, ε and δ. It changes which features are released, never their bound:
@@ -20,6 +20,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from zoo.errors import UserError
 
 #: the forecast signal-to-noise the rule asks of the smallest class. Chosen on the tuning pools of
 #: ``benchmarks/small_data_ladder.py`` (CIFAR-10 validation images of classes 0-4, no base, ε = 10, 800 steps, scored on
@@ -44,6 +46,9 @@ class ReleaseShape:
     features: int
     signal: float
     changes: dict[str, Any] = field(default_factory=dict)
+    #: the rule may choose it; False for a shape given only when asked (``--release-size``), as the tuning pools
+    #: have not shown it better than the rule's
+    ruled: bool = True
 
 
 def _mepf(pooled: int, pixels: int, blocks: list[int], **more: Any) -> dict[str, Any]:
@@ -83,6 +88,14 @@ SHAPES: dict[tuple[str, int], tuple[ReleaseShape, ...]] = {
             2_088,
             0.789,
             _mepf(2, 1_000, COLOUR_TAPS, input_size=32),
+        ),
+        ReleaseShape(
+            "projected",
+            "each tap's layout at 64×64 input randomly projected to 54 coordinates, 250 pixel features",
+            520,
+            0.672,
+            _mepf(0, 250, COLOUR_TAPS, input_size=64, project=54),
+            ruled=False,
         ),
         ReleaseShape(
             "pooled",
@@ -170,10 +183,15 @@ def choose_shape(
     by_class = class_sigma(sigma, shared)
     forecasts = ", ".join(f"{s.name} {signal_to_noise(s, by_class, smallest):.2g}" for s in shapes)
     if asked is not None:
-        (shape,) = [s for s in shapes if s.name == asked]
+        named = [s for s in shapes if s.name == asked]
+        if not named:
+            kind = "colour" if channels == 3 else "grey"
+            have = ", ".join(s.name for s in shapes)
+            raise UserError(f"--release-size {asked} is no shape of {method}'s release on {kind} images: one of {have}")
+        (shape,) = named
         reason = f"as asked (--release-size); forecast signal-to-noise by shape: {forecasts}"
     else:
-        reaching = [s for s in shapes if signal_to_noise(s, by_class, smallest) >= TARGET]
+        reaching = [s for s in shapes if s.ruled and signal_to_noise(s, by_class, smallest) >= TARGET]
         shape = reaching[0] if reaching else shapes[-1]
         why = (
             f"the richest shape whose forecast reaches {TARGET:g}"

@@ -69,8 +69,9 @@ class TrainRequest:
     )
     #: the release's shape by name (``zoo.release_shapes``; default: sized to the folder's class counts)
     release_size: str | None = option(
-        "the release's shape: dp-mepf full, grid4, grid2 or pooled (grey: full, grid2, pooled), from most "
-        "coordinates to fewest (default: the richest whose forecast signal-to-noise reaches 5 for your class sizes)",
+        "the release's shape: dp-mepf full, grid4, grid2, projected or pooled (grey: full, grid2, pooled), from most "
+        "coordinates to fewest (default: the richest whose forecast signal-to-noise reaches 5 for your class sizes; "
+        "projected only when asked)",
         None,
     )
     #: the weight of a release's part shared by all classes (``lightning_modules.parts.shared_part``; default: none)

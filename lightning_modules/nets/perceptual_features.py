@@ -4,7 +4,10 @@ Parts, in this order (a part of weight 0 is left out):
 - ``mean``: the outputs of the chosen taps of a frozen public network (``public_networks``: its stem and any
   of its blocks, read through timm's ``forward_intermediates`` at any input size), their spatial layout
   kept (``pool`` = 0) or each tap average-pooled to a ``pool`` × ``pool`` grid of its channels (fewer
-  coordinates, so less noise per class: ``zoo.release_shapes`` sizes a release to the data with it), each
+  coordinates, so less noise per class: ``zoo.release_shapes`` sizes a release to the data with it), or each
+  tap's flattened output multiplied by a random Gaussian matrix to ``project`` coordinates (a Johnson-Lindenstrauss
+  projection: inner products of the layout kept in expectation, with ``project`` coordinates' noise; the matrices
+  are public randomness drawn from ``seed`` and the tap's index, rebuilt from them, never stored), each
   tap's flattened output then scaled to norm 1/√L for L taps (DP-MEPF's per-layer normalisation), so the
   part has norm 1;
 - ``second``: the same with each output squared elementwise (the second moments' features), normalised
@@ -12,13 +15,13 @@ Parts, in this order (a part of weight 0 is left out):
 - ``pixels``: DP-MERF's random Fourier features of the pixels (norm 1), which carry variety that
   pooled network features miss.
 
-A block output of norm 0 stays 0, so every part has norm ≤ 1. Pooling is a fixed linear map of a tap's output
-applied before that tap's normalisation, so it leaves the bound as it is: whatever a record's pooled output,
-its normalised tap has norm 1/√L or 0. ``part_weights`` (w_k, with Σ w_k² = 1,
-one entry per feature) weight the parts for a release: ‖w ⊙ φ(x)‖ ≤ 1 for every x. The network runs in
-float32 (``network_bf16``: under bfloat16 autocast on a CUDA device, a no-op on the CPU); the normalisation
-in the input's dtype, so in float64 each norm is ≤ 1 within 1e-12 whatever the network computed. The bound
-rests on the normalisation after the network alone, so the network's precision never touches it.
+A block output of norm 0 stays 0, so every part has norm ≤ 1. Pooling and the projection are fixed linear maps of a
+tap's output (neither depends on any record) applied before that tap's normalisation, so they leave the bound as
+it is: whatever a record's pooled or projected output, its normalised tap has norm 1/√L or 0. ``part_weights``
+(w_k, with Σ w_k² = 1, one entry per feature) weight the parts for a release: ‖w ⊙ φ(x)‖ ≤ 1 for every x. The
+network runs in float32 (``network_bf16``: under bfloat16 autocast on a CUDA device, a no-op on the CPU); the
+normalisation in the input's dtype, so in float64 each norm is ≤ 1 within 1e-12 whatever the network computed. The
+bound rests on the normalisation after the network alone, so the network's precision never touches it.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from lightning_modules.nets.random_features import RandomFourierFeatures
 from zoo.errors import UserError
 
 PARTS = ("mean", "second", "pixels")
+#: the projections' seeds lie apart from the pixel features' (``RandomFourierFeatures`` seeds with ``seed`` itself)
+PROJECTION_STREAM = 1_000_003
 
 
 class PerceptualFeatures(nn.Module):
@@ -53,6 +58,7 @@ class PerceptualFeatures(nn.Module):
         pixel_kernel_width: float = math.sqrt(20),
         seed: int = 0,
         pool: int = 0,
+        project: int = 0,
     ) -> None:
         super().__init__()
         weights = torch.tensor([mean_weight, second_weight, pixel_weight], dtype=torch.float64)
@@ -72,11 +78,17 @@ class PerceptualFeatures(nn.Module):
             raise UserError(f"input_size must be a positive number of pixels, got {input_size}")
         if pool < 0:
             raise UserError(f"pool is the side of each tap's pooled grid (0: the layout kept), got {pool}")
+        if project < 0 or (project and pool):
+            raise UserError(
+                f"project is the coordinates each tap is projected to (0: none), with pool 0; got project {project}, "
+                f"pool {pool}"
+            )
         self.image_shape = tuple(image_shape)
         self.blocks = tuple(sorted(set(blocks)))
         self.stem = stem
         self.input_size = input_size
         self.pool = pool
+        self.project = project
         self.network_bf16 = network_bf16
         self.weights = dict(zip(PARTS, (weights / weights.norm()).tolist(), strict=True))
         self.pixels = (
@@ -85,6 +97,10 @@ class PerceptualFeatures(nn.Module):
             else None
         )
         self.__dict__["_network"] = None  # loaded on first use, and never part of a state dict (public, rebuilt)
+        self.projection_names: list[str] = []  # none until the taps' sizes are known: _tap_outputs reads them
+        for index, size in enumerate(self._tap_sizes() if project else []):
+            self.register_buffer(f"projection{index}", tap_projection(size, project, seed, index), persistent=False)
+            self.projection_names.append(f"projection{index}")
         self.part_sizes = self._part_sizes()
         self.register_buffer("part_weights", self._weight_per_feature(), persistent=False)
 
@@ -130,13 +146,22 @@ class PerceptualFeatures(nn.Module):
             outputs = self.network_spec.taps(network, images, self.blocks, self.stem)
         if self.pool:
             outputs = [functional.adaptive_avg_pool2d(o, min(self.pool, *o.shape[-2:])) for o in outputs]
-        return [o.flatten(1) for o in outputs]
+        flat = [o.flatten(1) for o in outputs]
+        if self.projection_names:
+            matrices = [getattr(self, name) for name in self.projection_names]
+            flat = [o @ matrix.to(o.dtype) for o, matrix in zip(flat, matrices, strict=True)]
+        return flat
 
-    def _part_sizes(self) -> dict[str, int]:
-        """Features per part, from one pass of a blank image through the network's architecture (no weights needed)."""
+    def _tap_sizes(self) -> list[int]:
+        """Each tap's flattened output size, from one pass of a blank image through the network's architecture (no
+        weights needed)."""
         blank = torch.zeros(1, *self.image_shape)
         with torch.no_grad():
-            network_features = sum(o.shape[1] for o in self._tap_outputs(blank, self.network_spec.architecture()))
+            return [o.shape[1] for o in self._tap_outputs(blank, self.network_spec.architecture())]
+
+    def _part_sizes(self) -> dict[str, int]:
+        """Features per part."""
+        network_features = sum(self._tap_sizes())
         sizes = {part: network_features for part in ("mean", "second") if self.weights[part] > 0}
         if self.pixels is not None:
             sizes["pixels"] = self.pixels.features
@@ -156,6 +181,13 @@ def taps_description(blocks: Sequence[int], stem: bool) -> str:
     """The taps in words, for the card and the ledger: ``blocks [1, 2]``, ``the stem and blocks [0, 1]``."""
     named = [*(["the stem"] if stem else []), *([f"blocks {list(blocks)}"] if blocks else [])]
     return " and ".join(named)
+
+
+def tap_projection(size: int, coordinates: int, seed: int, tap: int) -> Tensor:
+    """A (size, coordinates) matrix of N(0, 1/coordinates) entries, drawn from ``seed`` and the tap's index: public
+    randomness that any holder of the model's config rebuilds."""
+    generator = torch.Generator().manual_seed(PROJECTION_STREAM + 1000 * seed + tap)
+    return torch.randn(size, coordinates, generator=generator) / math.sqrt(coordinates)
 
 
 def _unit_per_block(outputs: list[Tensor]) -> Tensor:
