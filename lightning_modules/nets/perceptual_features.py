@@ -88,7 +88,6 @@ class PerceptualFeatures(nn.Module):
         self.stem = stem
         self.input_size = input_size
         self.pool = pool
-        self.project = project
         self.network_bf16 = network_bf16
         self.weights = dict(zip(PARTS, (weights / weights.norm()).tolist(), strict=True))
         self.pixels = (
