@@ -46,8 +46,8 @@ class ReleaseShape:
     features: int
     signal: float
     changes: dict[str, Any] = field(default_factory=dict)
-    #: the rule may choose it; False for a shape given only when asked (``--release-size``), as the tuning pools
-    #: have not shown it better than the rule's
+    #: the rule may choose it; False for a shape given only when asked (``--release-size``): measured on too few
+    #: tuning runs, or too slow per step, to enter the rule yet
     ruled: bool = True
 
 

@@ -97,10 +97,11 @@ class PerceptualFeatures(nn.Module):
         )
         self.__dict__["_network"] = None  # loaded on first use, and never part of a state dict (public, rebuilt)
         self.projection_names: list[str] = []  # none until the taps' sizes are known: _tap_outputs reads them
-        for index, size in enumerate(self._tap_sizes() if project else []):
+        tap_sizes = self._tap_sizes()
+        for index, size in enumerate(tap_sizes if project else []):
             self.register_buffer(f"projection{index}", tap_projection(size, project, seed, index), persistent=False)
             self.projection_names.append(f"projection{index}")
-        self.part_sizes = self._part_sizes()
+        self.part_sizes = self._part_sizes([project] * len(tap_sizes) if project else tap_sizes)
         self.register_buffer("part_weights", self._weight_per_feature(), persistent=False)
 
     @property
@@ -158,9 +159,9 @@ class PerceptualFeatures(nn.Module):
         with torch.no_grad():
             return [o.shape[1] for o in self._tap_outputs(blank, self.network_spec.architecture())]
 
-    def _part_sizes(self) -> dict[str, int]:
-        """Features per part."""
-        network_features = sum(self._tap_sizes())
+    def _part_sizes(self, tap_sizes: list[int]) -> dict[str, int]:
+        """Features per part, from each tap's released size."""
+        network_features = sum(tap_sizes)
         sizes = {part: network_features for part in ("mean", "second") if self.weights[part] > 0}
         if self.pixels is not None:
             sizes["pixels"] = self.pixels.features

@@ -1,8 +1,7 @@
 """A release sized to the data (issue 65): each shape's pooled or projected taps keep every record's term within norm
 1 and a planted record moves the release by at most its sensitivity, the projection is public randomness rebuilt from
-its seed, each shape's coordinate count is the one the model
-builds, the rule picks the richest shape whose forecast reaches its target, and ``--release-size`` is checked before
-any work."""
+its seed, each shape's coordinate count is the one the model builds, the rule picks the richest shape whose forecast
+reaches its target (never one given only when asked), and ``--release-size`` is checked before any work."""
 
 import pytest
 import torch
